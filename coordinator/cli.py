@@ -1,0 +1,137 @@
+"""`spotbatch`: the one command-line entry point (also `python -m coordinator`).
+
+Subcommands add themselves in `build_parser`; each handler returns an exit code. Errors of this project
+(`SpotbatchError`) become one line on stderr and exit code 2; exit codes are mapped only here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from inference.errors import SpotbatchError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _data_prepare(args: argparse.Namespace) -> int:
+    from coordinator import dataprep
+    from coordinator.paths import cache_dir, default_dataset_path
+    from inference.dataset import prepare_dataset, write_dataset
+
+    output = Path(args.output) if args.output else default_dataset_path()
+    if args.input:
+        prepared = prepare_dataset(
+            Path(args.input),
+            text_column=args.text_column,
+            id_column=args.id_column,
+            label_column=args.label_column,
+            allow_empty_texts=args.allow_empty_texts,
+        )
+        write_dataset(prepared.table, output)
+        print(f"wrote {prepared.table.num_rows} rows to {output}")
+        if prepared.empty_texts:
+            print(
+                f"  {prepared.empty_texts} empty text(s) kept (--allow-empty-texts): predicted as empty strings"
+            )
+        if prepared.long_texts:
+            print(
+                f"  {prepared.long_texts} text(s) longer than the model's window: the tokenizer truncates them"
+            )
+        return 0
+    if output.is_file() and not args.force:
+        print(f"{output} exists (use --force to rebuild)")
+        return 0
+    sentences = dataprep.read_movie_sentences(dataprep.fetch_vader_sdist(cache_dir()))
+    splits = dataprep.split_sentences(sentences)
+    write_dataset(dataprep.sentences_table(splits.dataset), output)
+    positive = sum(s.label == "positive" for s in splits.dataset)
+    print(
+        f"wrote {len(splits.dataset)} movie-review sentences ({positive} positive, "
+        f"{len(splits.dataset) - positive} negative) to {output}\n"
+        "  source: vaderSentiment sdist, Hutto & Gilbert (2014), MIT licence"
+    )
+    return 0
+
+
+def _model_build(args: argparse.Namespace) -> int:
+    from coordinator import dataprep, model_build
+    from coordinator.paths import cache_dir, default_model_dir, tiny_model_dir
+
+    output = Path(args.output) if args.output else (tiny_model_dir() if args.tiny else default_model_dir())
+    existing = model_build.read_card(output)
+    if existing is not None and not args.force:
+        print(
+            f"{output} exists ({existing.name}, held-out accuracy {existing.eval_accuracy}); --force rebuilds"
+        )
+        return 0
+    if args.tiny:
+        card = model_build.build_tiny_model(output)
+        print(f"built {card.name} in {output} ({card.notes})")
+        return 0
+    splits = dataprep.split_sentences(dataprep.read_movie_sentences(dataprep.fetch_vader_sdist(cache_dir())))
+    print(
+        f"fine-tuning MiniLM-L6 on {len(splits.train)} sentences (about 3 minutes on 2 cores)...", flush=True
+    )
+    card = model_build.build_sentiment_model(splits.train, splits.evaluation, output)
+    print(
+        f"built {card.name} in {output}: accuracy {card.eval_accuracy:.4f} on {card.eval_rows} held-out "
+        f"sentences (trained on {card.train_rows} in {card.train_seconds:.0f} s)"
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spotbatch", description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    data = commands.add_parser("data", help="prepare the input dataset").add_subparsers(
+        dest="data_command", required=True, metavar="ACTION"
+    )
+    prepare = data.add_parser(
+        "prepare",
+        help="build the default 10,000-sentence dataset, or validate and convert your own file",
+        description="Without --input: the movie-review sentences from the vaderSentiment sdist. With --input: "
+        "a Parquet, CSV or JSONL file, validated (errors name the file, column and row).",
+    )
+    prepare.add_argument("--input", help="your Parquet/CSV/JSONL file")
+    prepare.add_argument("--output", help="where the Parquet dataset goes (default build/data/...)")
+    prepare.add_argument("--text-column", default="text")
+    prepare.add_argument("--id-column", default="id", help="missing column: ids are row numbers")
+    prepare.add_argument("--label-column", default="label", help="optional; kept when present")
+    prepare.add_argument("--allow-empty-texts", action="store_true", help="predict null/empty texts as ''")
+    prepare.add_argument("--force", action="store_true", help="rebuild the default dataset")
+    prepare.set_defaults(handler=_data_prepare)
+
+    model = commands.add_parser("model", help="build the offline classifier").add_subparsers(
+        dest="model_command", required=True, metavar="ACTION"
+    )
+    build = model.add_parser("build", help="fine-tune the MiniLM sentiment classifier (or --tiny for tests)")
+    build.add_argument("--output", help="model directory (default build/models/...)")
+    build.add_argument(
+        "--tiny", action="store_true", help="a random 2-layer, width-128 model: fast, for tests"
+    )
+    build.add_argument("--force", action="store_true", help="rebuild even if the directory holds a model")
+    build.set_defaults(handler=_model_build)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except SpotbatchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

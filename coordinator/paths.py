@@ -1,0 +1,40 @@
+"""Where generated things live, relative to the repository (all git-ignored).
+
+`SPOTBATCH_HOME` moves them elsewhere (tests point it at a temporary directory).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+HOME_ENV = "SPOTBATCH_HOME"
+
+
+def project_home() -> Path:
+    configured = os.environ.get(HOME_ENV)
+    return Path(configured) if configured else Path.cwd()
+
+
+def cache_dir() -> Path:
+    return project_home() / ".cache" / "spotbatch"
+
+
+def build_dir() -> Path:
+    return project_home() / "build"
+
+
+def default_dataset_path() -> Path:
+    return build_dir() / "data" / "movie_sentences.parquet"
+
+
+def default_model_dir() -> Path:
+    return build_dir() / "models" / "minilm-sentiment"
+
+
+def tiny_model_dir() -> Path:
+    return build_dir() / "models" / "tiny-bert"
+
+
+def runs_dir() -> Path:
+    return project_home() / "runs"

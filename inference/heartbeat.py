@@ -1,0 +1,79 @@
+"""The heartbeat: a small JSON object per segment, rewritten every few seconds by a background thread.
+
+    heartbeats/<segment>.json  {segment_id, instance_id, market, attempt, state, rows_done, rows_total,
+                                rows_per_s, next_batch, ts, message}
+
+`state` is `running`, `draining` (stopping after a notice or SIGTERM), `done` or `failed`. The coordinator
+calls a segment lost when its heartbeat is older than its timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+from inference.storage import ObjectStore
+
+HEARTBEAT_SECONDS = 2.0  # several beats fit in any sane loss timeout (the coordinator's is 10x this)
+
+HeartbeatState = Literal["running", "draining", "done", "failed"]
+log = logging.getLogger(__name__)
+
+
+def heartbeat_key(segment_id: str) -> str:
+    return f"heartbeats/{segment_id}.json"
+
+
+@dataclass(slots=True)
+class Heartbeat:
+    segment_id: str
+    instance_id: str
+    market: str
+    attempt: str
+    rows_total: int
+    state: HeartbeatState = "running"
+    rows_done: int = 0
+    rows_per_s: float = 0.0
+    next_batch: int = 0
+    ts: float = 0.0
+    message: str = ""
+
+
+class HeartbeatWriter(threading.Thread):
+    """Writes the shared `Heartbeat` every `every` seconds until closed; `beat()` writes one at once."""
+
+    def __init__(self, store: ObjectStore, heartbeat: Heartbeat, every: float = HEARTBEAT_SECONDS) -> None:
+        super().__init__(name="heartbeat", daemon=True)
+        self.store, self.heartbeat, self.every = store, heartbeat, every
+        self.lock = threading.Lock()
+        self._closed = threading.Event()
+
+    def update(self, **fields: object) -> None:
+        with self.lock:
+            for name, value in fields.items():
+                setattr(self.heartbeat, name, value)
+
+    def beat(self) -> None:
+        with self.lock:
+            self.heartbeat.ts = time.time()
+            payload = json.dumps(asdict(self.heartbeat)).encode()
+        try:
+            self.store.put(heartbeat_key(self.heartbeat.segment_id), payload)
+        except Exception as error:  # a missed beat must never kill the batch loop
+            log.warning("heartbeat write failed: %s", error)
+
+    def run(self) -> None:
+        while not self._closed.wait(self.every):
+            self.beat()
+
+    def close(self, state: HeartbeatState, message: str = "") -> None:
+        """Stop the thread and write the final state."""
+        self._closed.set()
+        if self.is_alive():
+            self.join()
+        self.update(state=state, message=message)
+        self.beat()

@@ -1,0 +1,123 @@
+"""Shared fixtures: a tiny model, a synthetic dataset, fake AWS credentials, a moto server."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from coordinator.model_build import build_tiny_model
+from inference.dataset import write_dataset
+
+WORDS = [
+    "the",
+    "a",
+    "film",
+    "movie",
+    "plot",
+    "actors",
+    "story",
+    "great",
+    "awful",
+    "boring",
+    "brilliant",
+    "slow",
+    "funny",
+    "sad",
+    "long",
+    "short",
+    "charming",
+    "dull",
+    "moving",
+    "clever",
+    "predictable",
+    "fresh",
+    "tired",
+    "script",
+    "direction",
+    "score",
+    "visual",
+    "ending",
+    "beginning",
+    "middle",
+    "surprisingly",
+    "utterly",
+    "somewhat",
+    "never",
+    "always",
+    "again",
+    "really",
+    "truly",
+    "hardly",
+    "performance",
+    "cast",
+    "camera",
+]
+
+
+def synthetic_sentences(count: int, seed: int = 7) -> list[str]:
+    """Sentences of 3 to 60 words, so that length-sorted batching has something to sort."""
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(3, 60))) + "." for _ in range(count)]
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("models") / "tiny-bert"
+    build_tiny_model(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def sentences_parquet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """1,500 synthetic labelled rows with ids that are not row numbers (10_000 + 3 * row)."""
+    texts = synthetic_sentences(1_500)
+    table = pa.table(
+        {
+            "id": pa.array([10_000 + 3 * i for i in range(len(texts))], type=pa.int64()),
+            "text": texts,
+            "label": ["positive" if i % 2 else "negative" for i in range(len(texts))],
+        }
+    )
+    path = tmp_path_factory.mktemp("data") / "sentences.parquet"
+    write_dataset(table, path)
+    return path
+
+
+@pytest.fixture
+def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake credentials so that no test can reach a real account."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture
+def moto_endpoint(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A moto server on a free loopback port, reachable from subprocesses through AWS_ENDPOINT_URL."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture(autouse=True)
+def worker_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers (in process or not) use one torch thread and never reach for a hub."""
+    monkeypatch.setenv("SPOTBATCH_TORCH_THREADS", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -1,0 +1,163 @@
+"""`spotbatch data prepare`: the default dataset, and a user's file with every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from coordinator.cli import main
+from coordinator.dataprep import read_movie_sentences, split_sentences
+
+
+def prepare(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["data", "prepare", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    return tmp_path / "prepared.parquet"
+
+
+def test_csv_with_named_text_column_and_no_ids(
+    tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "reviews.csv"
+    source.write_text('review,stars\n"Great, really great",5\nDull,1\n', encoding="utf-8")
+    code, stdout, _ = prepare(capsys, "--input", str(source), "--text-column", "review", "--output", str(out))
+    assert code == 0, stdout
+    table = pq.read_table(out)
+    assert table.column("id").to_pylist() == [0, 1]
+    assert table.column("text").to_pylist() == ["Great, really great", "Dull"]
+
+
+def test_jsonl_keeps_ids_and_labels(tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "data.jsonl"
+    source.write_text(
+        '{"id": "a1", "text": "fine", "label": "positive"}\n{"id": "b2", "text": "bad", "label": "negative"}\n'
+    )
+    assert prepare(capsys, "--input", str(source), "--output", str(out))[0] == 0
+    table = pq.read_table(out)
+    assert table.column("id").to_pylist() == ["a1", "b2"]
+    assert table.column("label").to_pylist() == ["positive", "negative"]
+
+
+def test_parquet_input_round_trips(tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": [5, 6], "body": ["one", "two"]}), source)
+    assert prepare(capsys, "--input", str(source), "--text-column", "body", "--output", str(out))[0] == 0
+    assert pq.read_table(out).column("text").to_pylist() == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "args", "message"),
+    [
+        ("empty.csv", b"", (), "empty.csv: the file is empty"),
+        ("header.csv", b"id,text\n", (), "header.csv: the file has no data rows"),
+        ("nocol.csv", b"id,body\n1,hello\n", (), "nocol.csv: column 'text' not found; columns are: id, body"),
+        (
+            "latin1.csv",
+            b"id,text\n1,fine\n2,caf\xe9 au lait\n",
+            (),
+            "latin1.csv: line 3: bytes are not valid UTF-8 (byte 0xe9 at offset 20)",
+        ),
+        (
+            "blank.csv",
+            b'id,text\n1,ok\n2,""\n3,  \n4,fine\n',
+            (),
+            "blank.csv: column 'text': 2 null or empty text(s) at rows 2, 3; fix them, or pass "
+            "--allow-empty-texts",
+        ),
+        (
+            "nulls.jsonl",
+            b'{"id": 1, "text": null}\n',
+            (),
+            "nulls.jsonl: column 'text': 1 null or empty text(s) at row 1",
+        ),
+        (
+            "badjson.jsonl",
+            b'{"id": 1, "text": "a"}\n{"id": 2, "text": \n',
+            (),
+            "badjson.jsonl: line 2: not valid JSON",
+        ),
+        (
+            "dup.csv",
+            b"id,text\n7,a\n8,b\n7,c\n",
+            (),
+            "dup.csv: column 'id': duplicate id 7 at row 3 (first at row 1)",
+        ),
+        (
+            "numbers.jsonl",
+            b'{"id": 1, "text": 42}\n',
+            (),
+            "numbers.jsonl: column 'text', row 1: expected text, got int 42",
+        ),
+        ("data.xlsx", b"PK\x03\x04", (), "data.xlsx: unsupported file type '.xlsx'"),
+        ("broken.parquet", b"PAR1 not really", (), "broken.parquet: not a readable Parquet file"),
+    ],
+)
+def test_bad_input_names_file_column_and_row(
+    tmp_path: Path,
+    out: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    content: bytes,
+    args: tuple[str, ...],
+    message: str,
+) -> None:
+    source = tmp_path / name
+    source.write_bytes(content)
+    code, _, stderr = prepare(capsys, "--input", str(source), "--output", str(out), *args)
+    assert code == 2
+    assert message in stderr
+    assert str(tmp_path) in stderr  # the full path of the file
+    assert not out.exists()  # nothing half-written
+
+
+def test_empty_texts_kept_when_allowed(tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "blank.csv"
+    source.write_text('id,text\n1,ok\n2,""\n')
+    code, stdout, _ = prepare(capsys, "--input", str(source), "--output", str(out), "--allow-empty-texts")
+    assert code == 0
+    assert "1 empty text(s) kept" in stdout
+    assert pq.read_table(out).column("text").to_pylist() == ["ok", ""]
+
+
+def test_long_texts_are_counted(tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "long.jsonl"
+    source.write_text(
+        json.dumps({"id": 1, "text": "word " * 5_000}) + "\n" + json.dumps({"id": 2, "text": "short"}) + "\n"
+    )
+    code, stdout, _ = prepare(capsys, "--input", str(source), "--output", str(out))
+    assert code == 0
+    assert "1 text(s) longer than the model's window" in stdout
+
+
+@pytest.mark.slow
+def test_default_dataset_from_the_vader_sdist(tmp_path: Path) -> None:
+    """Downloads the sdist from the package registry, through the real console entry point."""
+    env_home = {"SPOTBATCH_HOME": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "coordinator", "data", "prepare"],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, **env_home},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    table = pq.read_table(tmp_path / "build" / "data" / "movie_sentences.parquet")
+    assert table.num_rows == 10_000
+    assert table.schema.names == ["id", "text", "label"]
+    assert set(table.column("label").to_pylist()) == {"positive", "negative"}
+    assert len(set(table.column("id").to_pylist())) == 10_000
+    sentences = read_movie_sentences(tmp_path / ".cache" / "spotbatch" / "vaderSentiment-3.3.2.tar.gz")
+    assert len(sentences) == 10_568  # 10,605 lines less the 37 rated exactly 0
+    splits = split_sentences(sentences)
+    assert not {s.sentence_id for s in splits.train} & {s.sentence_id for s in splits.evaluation}
