@@ -10,9 +10,15 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from coordinator.budget import DEFAULT_CEILING_USD, BudgetGuardExceeded
 from inference.errors import SpotbatchError
 
+if TYPE_CHECKING:
+    from coordinator.budget import BudgetGuard
+
+EXIT_BUDGET = 3  # a refusal by the budget guard: not an error of input, a decision
 Handler = Callable[[argparse.Namespace], int]
 
 
@@ -83,6 +89,40 @@ def _model_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _budget_guard(args: argparse.Namespace) -> BudgetGuard:
+    from coordinator.budget import BudgetGuard
+    from coordinator.paths import spend_log_path
+
+    return BudgetGuard(args.ceiling, Path(args.log) if args.log else spend_log_path())
+
+
+def _budget_status(args: argparse.Namespace) -> int:
+    guard = _budget_guard(args)
+    state = guard.state()
+    where = "memory (BUDGET_GUARD_TEST_MODE=1)" if guard.in_memory else str(guard.log_path)
+    print(f"spend log {where}")
+    print(f"ceiling   ${guard.ceiling_usd:.2f}")
+    print(f"spent     ${state.spent:.2f}")
+    print(f"reserved  ${state.reserved:.2f}  (authorized, no actual recorded yet)")
+    print(f"remaining ${guard.ceiling_usd - state.spent - state.reserved:.2f}")
+    if state.by_label:
+        width = max(len(label) for label in state.by_label)
+        print(f"{'label':<{width}}  {'spent':>9}  {'reserved':>9}")
+        for label, totals in state.by_label.items():
+            print(f"{label:<{width}}  ${totals.spent:>8.2f}  ${totals.reserved:>8.2f}")
+    return 0
+
+
+def _budget_check(args: argparse.Namespace) -> int:
+    from coordinator.budget import parse_amount
+
+    estimate = parse_amount(args.estimate, "estimate")
+    guard = _budget_guard(args)
+    guard.check(args.label, estimate)  # a refusal raises BudgetGuardExceeded: exit 3 in main()
+    print(f"fits: ${estimate:.2f} leaves ${guard.remaining - estimate:.2f} of ${guard.ceiling_usd:.2f}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spotbatch", description=__doc__.splitlines()[0] if __doc__ else None
@@ -117,6 +157,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--force", action="store_true", help="rebuild even if the directory holds a model")
     build.set_defaults(handler=_model_build)
+
+    budget = commands.add_parser("budget", help="the budget guard: status and checks").add_subparsers(
+        dest="budget_command", required=True, metavar="ACTION"
+    )
+    for name, handler, summary in (
+        ("status", _budget_status, "ceiling, spent, reserved, remaining, per label"),
+        ("check", _budget_check, "would an estimate fit? (exit 3 if not; writes nothing)"),
+    ):
+        action = budget.add_parser(name, help=summary)
+        action.add_argument("--log", help="spend log (default runs/budget/spend_log.jsonl)")
+        action.add_argument(
+            "--ceiling", default=DEFAULT_CEILING_USD, help="dollars; $LYNX_CLOUD_BUDGET_USD overrides it"
+        )
+        if name == "check":
+            action.add_argument("--estimate", required=True, help="dollars")
+            action.add_argument("--label", default="budget-check", help="operation label for the message")
+        action.set_defaults(handler=handler)
     return parser
 
 
@@ -125,6 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
+    except BudgetGuardExceeded as refusal:
+        print(f"refused: {refusal}", file=sys.stderr)
+        return EXIT_BUDGET
     except SpotbatchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -38,3 +38,8 @@ def tiny_model_dir() -> Path:
 
 def runs_dir() -> Path:
     return project_home() / "runs"
+
+
+def spend_log_path() -> Path:
+    """The budget guard's append-only log; it outlives runs, so it is not under a run folder."""
+    return project_home() / "runs" / "budget" / "spend_log.jsonl"
