@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from coordinator.budget import BudgetGuard
 
 EXIT_BUDGET = 3  # a refusal by the budget guard: not an error of input, a decision
+EXIT_PREFLIGHT = 4  # a failed pre-flight check that was not overridden
 Handler = Callable[[argparse.Namespace], int]
 
 
@@ -123,6 +124,71 @@ def _budget_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _preflight(args: argparse.Namespace) -> int:
+    import json
+    from datetime import UTC, datetime
+
+    import boto3
+
+    from coordinator import preflight
+    from coordinator.paths import preflight_log_path
+    from coordinator.pricing import PriceTable, live_or_table_price
+
+    ec2 = boto3.client("ec2", region_name=args.region)
+    table = PriceTable.load()
+    quote = live_or_table_price(
+        table, args.region, args.instance_type, args.market, ec2 if args.live_prices else None
+    )
+    snapshot = None
+    if quote.source.startswith("table"):
+        snapshot = table.lookup("aws", args.region, args.instance_type, args.market).snapshot_date
+    plan = preflight.LaunchPlan(
+        job_id=args.job_id,
+        estimate_usd=float(args.estimate),
+        price=quote,
+        price_snapshot=snapshot,
+        shutdown_behavior=args.shutdown_behavior,
+        max_lifetime_seconds=args.max_lifetime_seconds,
+        sync_dir=Path(args.sync_dir) if args.sync_dir else None,
+    )
+    log_path = Path(args.preflight_log) if args.preflight_log else preflight_log_path()
+    results = preflight.run_preflight(plan, ec2=ec2, guard=_budget_guard(args))
+    results = preflight.apply_overrides(results, preflight.parse_overrides(args.override), log_path)
+    print(preflight.format_results(results))
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "a", encoding="utf-8") as log:  # the record of the day's price and every verdict
+        log.write(json.dumps({
+            "ts": datetime.now(UTC).isoformat(), "job_id": args.job_id, "rate_usd_per_hour": quote.rate_usd_per_hour,
+            "price_source": quote.source, "results": {r.name: r.status for r in results},
+        }) + "\n")  # fmt: skip
+    try:
+        preflight.require_preflight(results)
+    except preflight.PreflightFailed as failure:
+        print(f"refused: {failure}", file=sys.stderr)
+        return EXIT_PREFLIGHT
+    return 0
+
+
+def _budget_estimate(args: argparse.Namespace) -> int:
+    from coordinator.budget import parse_amount
+    from coordinator.pricing import PriceTable, estimate_job_cost
+
+    quote = PriceTable.load().quote(args.provider, args.region, args.instance_type, args.market)
+    estimate = estimate_job_cost(
+        work_hours=parse_amount(args.hours, "hours"),
+        instances=args.instances,
+        rate_usd_per_hour=quote.rate_usd_per_hour,
+    )
+    print(f"estimate: {estimate.describe()}")
+    print(
+        f"price: {args.market} {args.instance_type} in {args.region}, {quote.source} ({quote.billing.name})"
+    )
+    guard = _budget_guard(args)
+    guard.check("estimate", estimate.total_usd)  # a refusal raises BudgetGuardExceeded: exit 3 in main()
+    print(f"fits the budget: ${guard.remaining:.2f} of ${guard.ceiling_usd:.2f} remaining")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spotbatch", description=__doc__.splitlines()[0] if __doc__ else None
@@ -164,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, handler, summary in (
         ("status", _budget_status, "ceiling, spent, reserved, remaining, per label"),
         ("check", _budget_check, "would an estimate fit? (exit 3 if not; writes nothing)"),
+        ("estimate", _budget_estimate, "cost of a job before launch: hours x rate x instances + margin"),
     ):
         action = budget.add_parser(name, help=summary)
         action.add_argument("--log", help="spend log (default runs/budget/spend_log.jsonl)")
@@ -173,7 +240,37 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "check":
             action.add_argument("--estimate", required=True, help="dollars")
             action.add_argument("--label", default="budget-check", help="operation label for the message")
+        if name == "estimate":
+            action.add_argument("--hours", required=True, help="expected hours of work per instance")
+            action.add_argument("--instances", type=int, default=1)
+            action.add_argument("--provider", default="aws")
+            action.add_argument("--region", default="us-east-1")
+            action.add_argument("--instance-type", default="p3.2xlarge")
+            action.add_argument("--market", choices=("spot", "on-demand"), default="spot")
         action.set_defaults(handler=handler)
+
+    check = commands.add_parser(
+        "preflight",
+        help="the pre-launch checklist, run mechanically (PASS/FAIL with reasons)",
+        description="Checks: no stray instances, budget headroom, auto-termination, teardown dry run, price of "
+        "the day, sync allow-list. Exit 4 if a check fails and is not overridden.",
+    )
+    check.add_argument("--estimate", required=True, help="estimated cost of the launch, dollars")
+    check.add_argument("--job-id", default="preflight")
+    check.add_argument("--region", default="us-east-1")
+    check.add_argument("--instance-type", default="p3.2xlarge")
+    check.add_argument("--market", choices=("spot", "on-demand"), default="spot")
+    check.add_argument(
+        "--live-prices", action="store_true", help="read the spot price from EC2 when possible"
+    )
+    check.add_argument("--shutdown-behavior", choices=("terminate", "stop"), default="terminate")
+    check.add_argument("--max-lifetime-seconds", type=int, default=6 * 3_600)
+    check.add_argument("--sync-dir", help="payload folder for a burst run")
+    check.add_argument("--override", action="append", default=[], metavar="NAME=REASON")
+    check.add_argument("--log", help="spend log (default runs/budget/spend_log.jsonl)")
+    check.add_argument("--ceiling", default=DEFAULT_CEILING_USD)
+    check.add_argument("--preflight-log", help="default runs/preflight.jsonl")
+    check.set_defaults(handler=_preflight)
     return parser
 
 

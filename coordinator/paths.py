@@ -43,3 +43,7 @@ def runs_dir() -> Path:
 def spend_log_path() -> Path:
     """The budget guard's append-only log; it outlives runs, so it is not under a run folder."""
     return project_home() / "runs" / "budget" / "spend_log.jsonl"
+
+
+def preflight_log_path() -> Path:
+    return project_home() / "runs" / "preflight.jsonl"

@@ -217,3 +217,25 @@ def test_cli_bad_estimate_through_the_real_entry_point(log_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "estimate must be a number of dollars, got 'abc'" in result.stderr
+
+
+def test_cli_estimate_shows_the_arithmetic_and_asks_the_guard(
+    log_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        "budget",
+        "estimate",
+        "--hours",
+        "0.5",
+        "--instances",
+        "8",
+        "--log",
+        str(log_path),
+        "--ceiling",
+        "5",
+    ]
+    assert main([*args, "--market", "spot"]) == 0
+    out = capsys.readouterr().out
+    assert "0.500 h x $0.9180/h x 8 instance(s) x (1 + 25% margin) = $4.59" in out
+    assert main([*args, "--market", "on-demand"]) == 3  # $15.30 cannot fit under $5
+    assert "would pass the ceiling $5.00" in capsys.readouterr().err

@@ -1,0 +1,229 @@
+"""The cost ledger: every instance attempt priced, every job summarized, as JSONL and as an MLflow run.
+
+An attempt is billed from launch to end by its provider's rule (EC2 Linux: per second, 60 s minimum),
+whatever it did in between. Work it did that was not checkpointed before it ended (`rows_wasted`) is done
+again by a later attempt: those are the *rows redone*, and their cost is the time they took at the
+attempt's rate.
+
+The job's all-on-demand cost is what the same job would have cost with no interruptions, every attempt at
+the on-demand rate: each finished attempt's billed time counts in full; an interrupted attempt counts only
+the time of the rows it kept (its boot and its lost work would not have happened). Savings are
+`(all_on_demand - actual) / all_on_demand * 100%`.
+
+Files: `<run folder>/ledger.jsonl`, one `{"kind": "attempt", ...}` line per attempt and one
+`{"kind": "job", ...}` line at the end. MLflow: one run per job in `$MLFLOW_TRACKING_URI`, by default a
+SQLite store under the runs folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from coordinator.billing import BillingRule, billed_seconds, cost_usd
+
+EndReason = Literal["done", "interrupted", "lost", "failed", "terminated", "failed-launch"]
+INTERRUPTED: frozenset[str] = frozenset({"interrupted", "lost"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptRecord:
+    job_id: str
+    segment_id: str
+    attempt_id: str
+    instance_id: str
+    provider: str
+    region: str
+    instance_type: str
+    market: str
+    gpus: int
+    rate_usd_per_hour: float
+    price_source: str
+    billing: str
+    launched_at: float  # epoch seconds (simulated seconds in the simulator)
+    ended_at: float
+    billed_seconds: int
+    cost_usd: float
+    end_reason: str
+    rows_kept: int  # rows this attempt added to the checkpointed output
+    rows_wasted: int  # rows it computed that were lost with it and are redone by a later attempt
+    rows_per_s: float
+
+    @property
+    def useful_seconds(self) -> float:
+        """Billed time that an uninterrupted run would also have spent."""
+        if self.end_reason not in INTERRUPTED:
+            return float(self.billed_seconds)
+        return (
+            min(float(self.billed_seconds), self.rows_kept / self.rows_per_s) if self.rows_per_s > 0 else 0.0
+        )
+
+    @property
+    def redone_cost_usd(self) -> float:
+        if self.rows_wasted <= 0 or self.rows_per_s <= 0:
+            return 0.0
+        return cost_usd(self.rate_usd_per_hour, self.rows_wasted / self.rows_per_s)
+
+
+def price_attempt(
+    *,
+    rule: BillingRule,
+    rate_usd_per_hour: float,
+    launched_at: float,
+    ended_at: float,
+    **fields: object,
+) -> AttemptRecord:
+    """An `AttemptRecord` with billed seconds and cost computed by the billing rule."""
+    seconds = billed_seconds(rule, launched_at, ended_at)
+    return AttemptRecord(
+        rate_usd_per_hour=rate_usd_per_hour,
+        billing=rule.name,
+        launched_at=launched_at,
+        ended_at=ended_at,
+        billed_seconds=seconds,
+        cost_usd=cost_usd(rate_usd_per_hour, seconds),
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class JobSummary:
+    job_id: str
+    attempts: int
+    interruptions: int
+    spot_hours: float
+    on_demand_hours: float
+    spot_cost_usd: float
+    on_demand_cost_usd: float
+    total_cost_usd: float
+    rows_redone: int
+    redone_cost_usd: float
+    all_on_demand_cost_usd: float
+    savings_pct: float
+    started_at: float
+    ended_at: float
+
+
+def summarize_job(
+    job_id: str, attempts: list[AttemptRecord], on_demand_rate_usd_per_hour: float
+) -> JobSummary:
+    if not attempts:
+        raise ValueError(f"job {job_id} has no attempts to summarize")
+    spot = [a for a in attempts if a.market == "spot"]
+    on_demand = [a for a in attempts if a.market != "spot"]
+    total = sum(a.cost_usd for a in attempts)
+    all_on_demand = cost_usd(on_demand_rate_usd_per_hour, sum(a.useful_seconds for a in attempts))
+    return JobSummary(
+        job_id=job_id,
+        attempts=len(attempts),
+        interruptions=sum(a.end_reason in INTERRUPTED for a in attempts),
+        spot_hours=sum(a.billed_seconds for a in spot) / 3_600,
+        on_demand_hours=sum(a.billed_seconds for a in on_demand) / 3_600,
+        spot_cost_usd=sum(a.cost_usd for a in spot),
+        on_demand_cost_usd=sum(a.cost_usd for a in on_demand),
+        total_cost_usd=total,
+        rows_redone=sum(a.rows_wasted for a in attempts),
+        redone_cost_usd=sum(a.redone_cost_usd for a in attempts),
+        all_on_demand_cost_usd=all_on_demand,
+        savings_pct=(all_on_demand - total) / all_on_demand * 100 if all_on_demand > 0 else 0.0,
+        started_at=min(a.launched_at for a in attempts),
+        ended_at=max(a.ended_at for a in attempts),
+    )
+
+
+def write_ledger(run_dir: Path, attempts: list[AttemptRecord], summary: JobSummary) -> Path:
+    """Write `ledger.jsonl` in one step (temp + rename): attempts, then the job line."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / "ledger.jsonl"
+    lines = [json.dumps({"kind": "attempt", **asdict(a)}) for a in attempts]
+    lines.append(json.dumps({"kind": "job", **asdict(summary)}))
+    tmp = path.with_name(".ledger.jsonl.tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def read_ledger(path: Path) -> tuple[list[AttemptRecord], JobSummary | None]:
+    """Parse a ledger; a line that does not parse is an error that names it."""
+    attempts: list[AttemptRecord] = []
+    summary = None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            kind = record.pop("kind")
+            if kind == "attempt":
+                attempts.append(AttemptRecord(**record))
+            elif kind == "job":
+                summary = JobSummary(**record)
+            else:
+                raise ValueError(f"unknown kind {kind!r}")
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"{path}:{number}: corrupt ledger line ({error})") from None
+    return attempts, summary
+
+
+def default_tracking_uri(runs_dir: Path) -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(runs_dir / 'mlflow.db').resolve()}"
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+def log_to_mlflow(
+    summary: JobSummary,
+    attempts: list[AttemptRecord],
+    *,
+    tracking_uri: str,
+    experiment: str = "spotbatch",
+    params: dict[str, str] | None = None,
+    ledger_path: Path | None = None,
+) -> str:
+    """One MLflow run per job; returns its run id."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_experiment(experiment)
+    types = sorted({a.instance_type for a in attempts})
+    with mlflow.start_run(run_name=summary.job_id) as run:
+        mlflow.log_params(
+            {
+                "job_id": summary.job_id,
+                "provider": ",".join(sorted({a.provider for a in attempts})),
+                "instance_type": ",".join(types),
+                "spot_rate_usd_per_hour": _rate(attempts, "spot"),
+                "on_demand_rate_usd_per_hour": _rate(attempts, "on-demand"),
+                "gpu_count": max(a.gpus for a in attempts),
+                "price_source": "; ".join(sorted({a.price_source for a in attempts}))[:500],
+                "boot_utc": _iso(summary.started_at),
+                "teardown_utc": _iso(summary.ended_at),
+                **(params or {}),
+            }
+        )
+        mlflow.log_metrics(
+            {
+                "billable_hours": summary.spot_hours + summary.on_demand_hours,
+                "spot_hours": summary.spot_hours,
+                "on_demand_hours": summary.on_demand_hours,
+                "cost_usd": summary.total_cost_usd,
+                "all_on_demand_cost_usd": summary.all_on_demand_cost_usd,
+                "savings_pct": summary.savings_pct,
+                "interruptions": summary.interruptions,
+                "rows_redone": summary.rows_redone,
+                "redone_cost_usd": summary.redone_cost_usd,
+            }
+        )
+        if ledger_path is not None:
+            mlflow.log_artifact(str(ledger_path))
+        return str(run.info.run_id)
+
+
+def _rate(attempts: list[AttemptRecord], market: str) -> str:
+    rates = sorted({a.rate_usd_per_hour for a in attempts if a.market == market})
+    return ",".join(f"{r:g}" for r in rates) or "none"
