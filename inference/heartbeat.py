@@ -19,6 +19,7 @@ from typing import Literal
 from inference.storage import ObjectStore
 
 HEARTBEAT_SECONDS = 2.0  # several beats fit in any sane loss timeout (the coordinator's is 10x this)
+HEARTBEAT_TAGS = {"spotbatch:kind": "heartbeat"}  # the bucket's lifecycle rule expires objects with this tag
 
 HeartbeatState = Literal["running", "draining", "done", "failed"]
 log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class HeartbeatWriter(threading.Thread):
             self.heartbeat.ts = time.time()
             payload = json.dumps(asdict(self.heartbeat)).encode()
         try:
-            self.store.put(heartbeat_key(self.heartbeat.segment_id), payload)
+            self.store.put(heartbeat_key(self.heartbeat.segment_id), payload, tags=HEARTBEAT_TAGS)
         except Exception as error:  # a missed beat must never kill the batch loop
             log.warning("heartbeat write failed: %s", error)
 

@@ -18,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
-from urllib.parse import urlparse
+from urllib.parse import urlencode, urlparse
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -36,7 +36,7 @@ class ObjectStore(Protocol):
 
     def get(self, key: str) -> bytes: ...
 
-    def put(self, key: str, data: bytes) -> None: ...
+    def put(self, key: str, data: bytes, tags: dict[str, str] | None = None) -> None: ...
 
     def exists(self, key: str) -> bool: ...
 
@@ -67,7 +67,8 @@ class LocalStore:
         except FileNotFoundError:
             raise ObjectNotFound(f"{self.uri}/{key}") from None
 
-    def put(self, key: str, data: bytes) -> None:
+    def put(self, key: str, data: bytes, tags: dict[str, str] | None = None) -> None:
+        """`tags` are S3 object tags (lifecycle rules use them); a directory has none and ignores them."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -145,8 +146,12 @@ class S3Store:
         except self.client.exceptions.NoSuchKey:
             raise ObjectNotFound(f"{self.uri}/{key}") from None
 
-    def put(self, key: str, data: bytes) -> None:
-        self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+    def put(self, key: str, data: bytes, tags: dict[str, str] | None = None) -> None:
+        if tags:
+            tagging = urlencode(tags)
+            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, Tagging=tagging)
+        else:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
 
     def exists(self, key: str) -> bool:
         from botocore.exceptions import ClientError

@@ -84,6 +84,8 @@ def test_s3_input_and_output_through_moto_server_survive_a_kill(
     assert sorted(remote_rows) == sorted(local_rows)
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket="spotbatch-test", Prefix="jobs/j1/")["Contents"]]
     assert "jobs/j1/heartbeats/seg-0002.json" in keys
+    tagging = s3.get_object_tagging(Bucket="spotbatch-test", Key="jobs/j1/heartbeats/seg-0002.json")["TagSet"]
+    assert tagging == [{"Key": "spotbatch:kind", "Value": "heartbeat"}]  # what the lifecycle rule expires
     assert "jobs/j1/parts/seg-0002/00000200-00000328.csv" in keys  # key fixed by the chunk's row range
 
 

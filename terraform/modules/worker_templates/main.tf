@@ -1,0 +1,83 @@
+locals {
+  # max_price defaults to the on-demand price: a spot instance never costs more than on-demand would.
+  spot_max_price = coalesce(var.spot.max_price, var.on_demand_price)
+
+  user_data = templatefile("${path.module}/user_data.sh.tftpl", {
+    image            = var.worker_image
+    bucket           = var.bucket
+    region           = var.region
+    model            = var.model
+    batch_size       = var.batch_size
+    checkpoint_every = var.checkpoint_every
+  })
+}
+
+resource "aws_launch_template" "this" {
+  for_each = var.markets
+
+  name_prefix   = "${var.name}-${each.key}-"
+  description   = "spotbatch worker, ${each.key}"
+  image_id      = var.image_id
+  instance_type = var.instance_type
+  user_data     = base64encode(local.user_data)
+  ebs_optimized = true
+
+  # A worker that shuts itself down (job done, fatal error) must stop billing: terminate, not stop.
+  instance_initiated_shutdown_behavior = "terminate"
+
+  iam_instance_profile {
+    name = var.instance_profile_name
+  }
+
+  vpc_security_group_ids = var.security_group_ids
+
+  metadata_options {
+    http_endpoint               = "enabled"
+    http_tokens                 = "required" # IMDSv2 only
+    http_put_response_hop_limit = 2          # the worker runs in a container: one extra hop
+    instance_metadata_tags      = "enabled"  # the worker reads its segment from its tags
+  }
+
+  block_device_mappings {
+    device_name = var.root_volume.device_name
+    ebs {
+      volume_size           = var.root_volume.size
+      volume_type           = var.root_volume.type
+      encrypted             = true
+      kms_key_id            = var.root_volume.kms_key_id
+      delete_on_termination = true
+    }
+  }
+
+  dynamic "instance_market_options" {
+    for_each = each.key == "spot" ? [var.spot] : []
+    content {
+      market_type = "spot"
+      spot_options {
+        spot_instance_type             = instance_market_options.value.spot_instance_type
+        instance_interruption_behavior = instance_market_options.value.instance_interruption_behavior
+        max_price                      = tostring(local.spot_max_price)
+      }
+    }
+  }
+
+  monitoring {
+    enabled = true
+  }
+
+  tag_specifications {
+    resource_type = "instance"
+    tags = merge(var.tags, {
+      "spotbatch:market"                 = each.key
+      "spotbatch:max-lifetime-seconds"   = tostring(var.max_lifetime_seconds)
+      "spotbatch:max-price-usd-per-hour" = each.key == "spot" ? tostring(local.spot_max_price) : tostring(var.on_demand_price)
+    })
+  }
+
+  tag_specifications {
+    resource_type = "volume"
+    tags          = merge(var.tags, { Name = "${var.name}-${each.key}-root" })
+  }
+
+  tags = var.tags
+}

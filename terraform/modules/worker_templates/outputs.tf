@@ -1,0 +1,9 @@
+output "launch_template_ids" {
+  description = "Launch template id per market (\"spot\", \"on-demand\")."
+  value       = { for market, template in aws_launch_template.this : market => template.id }
+}
+
+output "spot_max_price" {
+  description = "Max price of the spot template, USD per hour."
+  value       = local.spot_max_price
+}
