@@ -8,7 +8,7 @@ SPOTBATCH := $(BIN)/spotbatch
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS := 1
 
-.PHONY: setup data model test check lint typecheck bench clean
+.PHONY: setup data model test check lint typecheck tf-fmt checkov bench infra apply-real destroy-real image clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,30 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-check: lint typecheck  ## ruff + mypy
+tf-fmt:  ## terraform fmt -check (validate and `terraform test` run in `make test`)
+	terraform fmt -check -recursive terraform
+
+CHECKOV := .cache/checkov-venv/bin/checkov
+$(CHECKOV):  # its own venv: checkov ships a module named hcl2 that clashes with python-hcl2
+	$(PYTHON) -m venv .cache/checkov-venv
+	.cache/checkov-venv/bin/pip install --quiet 'checkov~=3.3'
+
+checkov: $(CHECKOV)  ## static security checks of terraform/, offline; skips are argued in #checkov:skip comments
+	$(CHECKOV) -d terraform --framework terraform --skip-download --compact --quiet
+
+check: lint typecheck tf-fmt checkov  ## ruff + mypy + terraform fmt + checkov
+
+infra: setup  ## embedded AWS: moto server up, emulator stack applied and printed, destroyed, emulator stopped
+	$(SPOTBATCH) infra up
+
+apply-real: setup  ## real AWS: pre-flight, plan -out, CONFIRM=yes (or type yes), apply the saved plan
+	$(SPOTBATCH) infra apply-real --bucket-name "$(BUCKET)" --worker-image "$(WORKER_IMAGE)"
+
+destroy-real: setup  ## real AWS: destroy the stack, re-list instances tagged Project=spotbatch
+	$(SPOTBATCH) infra destroy-real --bucket-name "$(BUCKET)" --worker-image "$(WORKER_IMAGE)"
+
+image: model  ## the worker image (needs a Docker engine)
+	docker build -f docker/Dockerfile -t spotbatch-worker:latest .
 
 bench: model  ## benchmarks: each prints a ratio against a baseline measured in the same run
 	$(BIN)/python -m bench.worker_throughput

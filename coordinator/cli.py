@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from coordinator.budget import DEFAULT_CEILING_USD, BudgetGuardExceeded
+from coordinator.preflight import PreflightFailed
 from inference.errors import SpotbatchError
 
 if TYPE_CHECKING:
@@ -161,11 +162,7 @@ def _preflight(args: argparse.Namespace) -> int:
             "ts": datetime.now(UTC).isoformat(), "job_id": args.job_id, "rate_usd_per_hour": quote.rate_usd_per_hour,
             "price_source": quote.source, "results": {r.name: r.status for r in results},
         }) + "\n")  # fmt: skip
-    try:
-        preflight.require_preflight(results)
-    except preflight.PreflightFailed as failure:
-        print(f"refused: {failure}", file=sys.stderr)
-        return EXIT_PREFLIGHT
+    preflight.require_preflight(results)  # a failure raises PreflightFailed: exit 4 in main()
     return 0
 
 
@@ -186,6 +183,100 @@ def _budget_estimate(args: argparse.Namespace) -> int:
     guard = _budget_guard(args)
     guard.check("estimate", estimate.total_usd)  # a refusal raises BudgetGuardExceeded: exit 3 in main()
     print(f"fits the budget: ${guard.remaining:.2f} of ${guard.ceiling_usd:.2f} remaining")
+    return 0
+
+
+def _infra_up(args: argparse.Namespace) -> int:
+    import time
+
+    from coordinator.infra import emulator_infrastructure
+    from coordinator.paths import runs_dir
+
+    state_dir = runs_dir() / "infra" / args.target
+    state_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with emulator_infrastructure(state_dir, target=args.target) as infra:
+        applied = time.monotonic()
+        print(f"{args.target} at {infra.endpoint}: stack applied in {applied - started:.1f} s")
+        for name, value in infra.outputs.items():
+            print(f"  {name} = {value}")
+        if args.hold:
+            print("holding; Ctrl-C destroys the stack and stops the emulator")
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                pass
+        destroying = time.monotonic()
+    print(f"destroyed in {time.monotonic() - destroying:.1f} s; emulator stopped")
+    return 0
+
+
+def _real_variables(args: argparse.Namespace) -> dict[str, str]:
+    variables = {"bucket_name": args.bucket_name, "worker_image": args.worker_image, "region": args.region}
+    return {key: value for key, value in variables.items() if value}
+
+
+def _confirmed(args: argparse.Namespace, what: str) -> bool:
+    import os
+
+    if args.confirm or os.environ.get("CONFIRM") == "yes":
+        return True
+    if not sys.stdin.isatty():
+        print(f"refusing to {what} without CONFIRM=yes (no terminal to ask)", file=sys.stderr)
+        return False
+    return input(f"{what} on real AWS, which costs money. Type yes to go on: ").strip() == "yes"
+
+
+def _infra_apply_real(args: argparse.Namespace) -> int:
+    import boto3
+
+    from coordinator import preflight
+    from coordinator.infra import RealAws
+    from coordinator.paths import runs_dir
+    from coordinator.pricing import PriceTable
+
+    ec2 = boto3.client("ec2", region_name=args.region)
+    table = PriceTable.load()
+    row = table.lookup("aws", args.region, args.instance_type, "spot")
+    plan = preflight.LaunchPlan(
+        job_id="infra", estimate_usd=0.0, price=table.quote("aws", args.region, args.instance_type, "spot"),
+        price_snapshot=row.snapshot_date, shutdown_behavior="terminate", max_lifetime_seconds=args.max_lifetime_seconds,
+    )  # fmt: skip
+    results = preflight.run_preflight(plan, ec2=ec2, guard=_budget_guard(args))
+    results = preflight.apply_overrides(
+        results, preflight.parse_overrides(args.override), runs_dir() / "preflight.jsonl"
+    )
+    print(preflight.format_results(results))
+    preflight.require_preflight(results)
+    real = RealAws(runs_dir() / "infra" / "aws", _real_variables(args))
+    print(real.plan())
+    if not _confirmed(args, "apply this plan"):
+        return EXIT_PREFLIGHT
+    outputs = real.apply_saved_plan()
+    for name, value in outputs.items():
+        print(f"  {name} = {value}")
+    return 0
+
+
+def _infra_destroy_real(args: argparse.Namespace) -> int:
+    import boto3
+
+    from coordinator.infra import RealAws
+    from coordinator.paths import runs_dir
+
+    if not _confirmed(args, "destroy the spotbatch stack"):
+        return EXIT_PREFLIGHT
+    alive = RealAws(runs_dir() / "infra" / "aws", _real_variables(args)).destroy_and_confirm(
+        boto3.client("ec2", region_name=args.region)
+    )
+    if alive:
+        print(
+            f"destroyed the stack, but instances tagged Project=spotbatch are alive: {', '.join(alive)}",
+            file=sys.stderr,
+        )
+        return 1
+    print("destroyed; re-listed: no instance tagged Project=spotbatch is alive")
     return 0
 
 
@@ -271,6 +362,35 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--ceiling", default=DEFAULT_CEILING_USD)
     check.add_argument("--preflight-log", help="default runs/preflight.jsonl")
     check.set_defaults(handler=_preflight)
+
+    infra = commands.add_parser("infra", help="the Terraform stacks: emulator or real AWS").add_subparsers(
+        dest="infra_command", required=True, metavar="ACTION"
+    )
+    up = infra.add_parser(
+        "up", help="embedded AWS: start the emulator, apply the stack, print outputs, tear down"
+    )
+    up.add_argument("--target", choices=("moto", "localstack"), default="moto")
+    up.add_argument("--hold", action="store_true", help="keep it up until Ctrl-C")
+    up.set_defaults(handler=_infra_up)
+    for name, handler, summary in (
+        (
+            "apply-real",
+            _infra_apply_real,
+            "pre-flight, terraform plan -out, confirmation, apply of that plan",
+        ),
+        ("destroy-real", _infra_destroy_real, "destroy the AWS stack and re-list to confirm nothing is left"),
+    ):
+        real = infra.add_parser(name, help=summary)
+        real.add_argument("--bucket-name", required=name == "apply-real", default="")
+        real.add_argument("--worker-image", required=name == "apply-real", default="")
+        real.add_argument("--region", default="us-east-1")
+        real.add_argument("--instance-type", default="p3.2xlarge")
+        real.add_argument("--max-lifetime-seconds", type=int, default=21_600)
+        real.add_argument("--confirm", action="store_true", help="same as CONFIRM=yes")
+        real.add_argument("--override", action="append", default=[], metavar="NAME=REASON")
+        real.add_argument("--log", help="spend log (default runs/budget/spend_log.jsonl)")
+        real.add_argument("--ceiling", default=DEFAULT_CEILING_USD)
+        real.set_defaults(handler=handler)
     return parser
 
 
@@ -282,6 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BudgetGuardExceeded as refusal:
         print(f"refused: {refusal}", file=sys.stderr)
         return EXIT_BUDGET
+    except PreflightFailed as refusal:
+        print(f"refused: {refusal}", file=sys.stderr)
+        return EXIT_PREFLIGHT
     except SpotbatchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

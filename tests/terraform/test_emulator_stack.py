@@ -50,6 +50,7 @@ def test_apply_launch_destroy_leaves_nothing(
             )["Instances"][0]  # fmt: skip
             tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
             assert tags["spotbatch:market"] == market and tags["spotbatch:job"] == "e2e"
+            assert tags["Project"] == "spotbatch" and tags["spotbatch:max-lifetime-seconds"] == "21600"
             launched.append(instance["InstanceId"])
         ec2.terminate_instances(InstanceIds=launched)
 

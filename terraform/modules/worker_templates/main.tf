@@ -13,6 +13,7 @@ locals {
 }
 
 resource "aws_launch_template" "this" {
+  #checkov:skip=CKV_AWS_341:hop limit 2 lets the worker's container reach IMDSv2 for the spot notice; tokens are still required
   for_each = var.markets
 
   name_prefix   = "${var.name}-${each.key}-"
@@ -67,7 +68,9 @@ resource "aws_launch_template" "this" {
 
   tag_specifications {
     resource_type = "instance"
+    # Project=spotbatch is how pre-flight and destroy-real find every instance of the project.
     tags = merge(var.tags, {
+      "Project"                          = "spotbatch"
       "spotbatch:market"                 = each.key
       "spotbatch:max-lifetime-seconds"   = tostring(var.max_lifetime_seconds)
       "spotbatch:max-price-usd-per-hour" = each.key == "spot" ? tostring(local.spot_max_price) : tostring(var.on_demand_price)

@@ -1,0 +1,71 @@
+"""The worker image, checked statically (no Docker engine here): what it copies exists, what it must not
+copy is ignored, and its entrypoint runs."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCKERFILE = (ROOT / "docker" / "Dockerfile").read_text()
+
+
+def copied_sources() -> list[str]:
+    sources: list[str] = []
+    for line in DOCKERFILE.splitlines():
+        match = re.match(r"COPY (.+) \S+$", line.strip())
+        if match:
+            sources += match.group(1).split()
+    return sources
+
+
+def test_every_copied_path_exists_or_is_built_by_make() -> None:
+    for source in copied_sources():
+        if source.startswith("build/"):
+            continue  # made by `make model`, which `make image` depends on
+        assert (ROOT / source).exists(), source
+    assert "build/models/minilm-sentiment/" in copied_sources()
+
+
+def test_image_runs_as_non_root_with_cpu_torch() -> None:
+    assert re.search(r"^USER worker$", DOCKERFILE, re.M)
+    assert "torch==2.13.0" in DOCKERFILE and "/whl/cpu" in DOCKERFILE
+    assert DOCKERFILE.startswith("#") and "FROM python:3.11-slim" in DOCKERFILE
+
+
+def test_dockerignore_keeps_secrets_state_and_venvs_out() -> None:
+    patterns = [
+        p.strip()
+        for p in (ROOT / ".dockerignore").read_text().splitlines()
+        if p.strip() and not p.startswith("#")
+    ]
+
+    def ignored(path: str) -> bool:
+        verdict = False
+        for pattern in patterns:
+            negate = pattern.startswith("!")
+            body = pattern.lstrip("!").rstrip("/")
+            if (
+                fnmatch.fnmatch(path, body)
+                or fnmatch.fnmatch(path, body + "/*")
+                or path.startswith(body + "/")
+            ):
+                verdict = not negate
+        return verdict
+
+    for path in (".venv/bin/python", ".env", "runs/budget/spend_log.jsonl", "build/data/movie_sentences.parquet", ".git/config", "inference/.env", "coordinator/id.pem"):  # fmt: skip
+        assert ignored(path), path
+    for path in ("inference/worker.py", "pyproject.toml", "docker/entrypoint.sh", "build/models/minilm-sentiment/config.json"):  # fmt: skip
+        assert not ignored(path), path
+
+
+def test_entrypoint_runs_the_worker_help() -> None:
+    # the image's `python` is the one the project is installed in; here that is this venv's
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    result = subprocess.run(["sh", str(ROOT / "docker" / "entrypoint.sh"), "--help"], capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "SPOTBATCH_<OPTION>" in result.stdout and "--segment-id" in result.stdout
