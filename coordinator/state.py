@@ -1,0 +1,256 @@
+"""Coordinator state in SQLite: jobs, segments, attempts and an event log, changed only by guarded transitions.
+
+Each transition is named after its target state (`set_running`, `set_interrupted`, ...). It updates the
+segment only if it is in one of the allowed prior states (`UPDATE ... WHERE state IN (...)`), checks that
+exactly one row changed, and writes an event with the reason, all in one transaction. A coordinator killed
+at any point and restarted with the same job id re-reads this file and carries on from what it says.
+
+Segment states (ARCHITECTURE.md):
+
+    PENDING -> LAUNCHING -> RUNNING -> DONE
+                 |            |-> DRAINING (notice) -> INTERRUPTED -> LAUNCHING (policy picks market)
+                 |            |-> LOST (no heartbeat / instance gone) -> INTERRUPTED
+                 |-> FAILED_LAUNCH (capacity, budget) -> policy decides: LAUNCHING again, or FAILED
+
+Usage::
+
+    state = CoordinatorState(Path("runs/job-1/state.db"))
+    state.create_job("job-1", config={...}, segments=[("seg-0000", 0, 2500), ...])
+    state.set_launching("job-1", "seg-0000", reason="initial launch, spot")
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inference.errors import SpotbatchError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY, config TEXT NOT NULL, created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS segments (
+    job_id TEXT NOT NULL, segment_id TEXT NOT NULL, start INTEGER NOT NULL, stop INTEGER NOT NULL,
+    state TEXT NOT NULL, market TEXT, attempts INTEGER NOT NULL DEFAULT 0, updated_at REAL NOT NULL,
+    PRIMARY KEY (job_id, segment_id)
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    attempt_id TEXT PRIMARY KEY, job_id TEXT NOT NULL, segment_id TEXT NOT NULL, market TEXT NOT NULL,
+    instance_type TEXT NOT NULL, instance_id TEXT, launched_at REAL, ended_at REAL, end_reason TEXT,
+    rows_kept INTEGER NOT NULL DEFAULT 0, rows_wasted INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS events (
+    event_id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, job_id TEXT NOT NULL, segment_id TEXT,
+    from_state TEXT, to_state TEXT, reason TEXT NOT NULL
+);
+"""
+
+PENDING, LAUNCHING, RUNNING, DRAINING, LOST = "PENDING", "LAUNCHING", "RUNNING", "DRAINING", "LOST"
+INTERRUPTED, FAILED_LAUNCH, DONE, FAILED = "INTERRUPTED", "FAILED_LAUNCH", "DONE", "FAILED"
+TERMINAL = frozenset({DONE, FAILED})
+# target state -> the states it may come from
+ALLOWED_FROM: dict[str, frozenset[str]] = {
+    LAUNCHING: frozenset({PENDING, INTERRUPTED, FAILED_LAUNCH}),
+    RUNNING: frozenset({LAUNCHING}),
+    DRAINING: frozenset({RUNNING}),
+    LOST: frozenset({LAUNCHING, RUNNING, DRAINING}),
+    INTERRUPTED: frozenset({DRAINING, LOST}),
+    FAILED_LAUNCH: frozenset({LAUNCHING}),
+    DONE: frozenset({RUNNING, DRAINING}),
+    FAILED: frozenset({FAILED_LAUNCH, INTERRUPTED, RUNNING}),
+}
+
+
+class InvalidTransition(SpotbatchError):
+    """A transition from a state that does not allow it (a bug, or another coordinator at work)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRow:
+    job_id: str
+    segment_id: str
+    start: int
+    stop: int
+    state: str
+    market: str | None
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    ts: float
+    segment_id: str | None
+    from_state: str | None
+    to_state: str | None
+    reason: str
+
+
+class CoordinatorState:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: we open transactions ourselves (BEGIN IMMEDIATE), one per transition
+        self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")  # a transition that returned survives a kill -9
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _event(self, db: sqlite3.Connection, job_id: str, segment_id: str | None, old: str | None, new: str | None, reason: str) -> None:  # fmt: skip
+        db.execute(
+            "INSERT INTO events (ts, job_id, segment_id, from_state, to_state, reason) VALUES (?, ?, ?, ?, ?, ?)",
+            (time.time(), job_id, segment_id, old, new, reason),
+        )
+
+    # -- jobs ---------------------------------------------------------------------------------------------------
+
+    def create_job(
+        self, job_id: str, *, config: dict[str, Any], segments: Iterable[tuple[str, int, int]]
+    ) -> bool:
+        """Create the job and its PENDING segments; False (and no change) if the job already exists."""
+        with self._transaction() as db:
+            if db.execute("SELECT 1 FROM jobs WHERE job_id = ?", (job_id,)).fetchone():
+                return False
+            now = time.time()
+            db.execute("INSERT INTO jobs VALUES (?, ?, ?)", (job_id, json.dumps(config, sort_keys=True), now))
+            for segment_id, start, stop in segments:
+                db.execute(
+                    "INSERT INTO segments (job_id, segment_id, start, stop, state, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (job_id, segment_id, start, stop, PENDING, now),
+                )
+            self._event(db, job_id, None, None, None, "job created")
+            return True
+
+    def job_config(self, job_id: str) -> dict[str, Any]:
+        row = self._db.execute("SELECT config FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        if row is None:
+            raise SpotbatchError(f"no job {job_id!r} in this state file")
+        config: dict[str, Any] = json.loads(row[0])
+        return config
+
+    # -- segments -------------------------------------------------------------------------------------------------
+
+    def segments(self, job_id: str) -> list[SegmentRow]:
+        rows = self._db.execute(
+            "SELECT job_id, segment_id, start, stop, state, market, attempts FROM segments WHERE job_id = ? "
+            "ORDER BY segment_id",
+            (job_id,),
+        ).fetchall()
+        return [SegmentRow(*row) for row in rows]
+
+    def segment(self, job_id: str, segment_id: str) -> SegmentRow:
+        for row in self.segments(job_id):
+            if row.segment_id == segment_id:
+                return row
+        raise SpotbatchError(f"job {job_id!r} has no segment {segment_id!r}")
+
+    def _transition(
+        self, job_id: str, segment_id: str, target: str, reason: str, market: str | None = None
+    ) -> None:
+        allowed = ALLOWED_FROM[target]
+        placeholders = ", ".join("?" for _ in allowed)
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT state FROM segments WHERE job_id = ? AND segment_id = ?", (job_id, segment_id)
+            ).fetchone()
+            if row is None:
+                raise SpotbatchError(f"job {job_id!r} has no segment {segment_id!r}")
+            launching = 1 if target == LAUNCHING else 0
+            changed = db.execute(
+                f"UPDATE segments SET state = ?, market = COALESCE(?, market), attempts = attempts + ?, "
+                f"updated_at = ? WHERE job_id = ? AND segment_id = ? AND state IN ({placeholders})",
+                (target, market, launching, time.time(), job_id, segment_id, *sorted(allowed)),
+            ).rowcount
+            if changed != 1:
+                raise InvalidTransition(
+                    f"{job_id}/{segment_id}: {row[0]} -> {target} is not allowed (from {', '.join(sorted(allowed))})"
+                )
+            self._event(db, job_id, segment_id, row[0], target, reason)
+
+    def set_launching(self, job_id: str, segment_id: str, *, market: str, reason: str) -> None:
+        self._transition(job_id, segment_id, LAUNCHING, reason, market)
+
+    def set_running(self, job_id: str, segment_id: str, *, reason: str) -> None:
+        self._transition(job_id, segment_id, RUNNING, reason)
+
+    def set_draining(self, job_id: str, segment_id: str, *, reason: str) -> None:
+        self._transition(job_id, segment_id, DRAINING, reason)
+
+    def set_lost(self, job_id: str, segment_id: str, *, reason: str) -> None:
+        self._transition(job_id, segment_id, LOST, reason)
+
+    def set_interrupted(self, job_id: str, segment_id: str, *, reason: str) -> None:
+        self._transition(job_id, segment_id, INTERRUPTED, reason)
+
+    def set_failed_launch(self, job_id: str, segment_id: str, *, reason: str) -> None:
+        self._transition(job_id, segment_id, FAILED_LAUNCH, reason)
+
+    def set_done(self, job_id: str, segment_id: str, *, reason: str) -> None:
+        self._transition(job_id, segment_id, DONE, reason)
+
+    def set_failed(self, job_id: str, segment_id: str, *, reason: str) -> None:
+        self._transition(job_id, segment_id, FAILED, reason)
+
+    # -- attempts -------------------------------------------------------------------------------------------------
+
+    def add_attempt(
+        self, attempt_id: str, job_id: str, segment_id: str, *, market: str, instance_type: str
+    ) -> None:
+        """Record an attempt before its launch call: the attempt id is the launch's idempotency token."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO attempts (attempt_id, job_id, segment_id, market, instance_type) VALUES (?, ?, ?, ?, ?)",
+                (attempt_id, job_id, segment_id, market, instance_type),
+            )
+
+    def attempt_launched(self, attempt_id: str, *, instance_id: str, launched_at: float) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE attempts SET instance_id = ?, launched_at = ? WHERE attempt_id = ?",
+                (instance_id, launched_at, attempt_id),
+            )
+
+    def attempt_ended(self, attempt_id: str, *, ended_at: float, end_reason: str, rows_kept: int, rows_wasted: int) -> None:  # fmt: skip
+        with self._transaction() as db:
+            changed = db.execute(
+                "UPDATE attempts SET ended_at = ?, end_reason = ?, rows_kept = ?, rows_wasted = ? "
+                "WHERE attempt_id = ? AND ended_at IS NULL",
+                (ended_at, end_reason, rows_kept, rows_wasted, attempt_id),
+            ).rowcount
+            if changed != 1:
+                raise InvalidTransition(f"attempt {attempt_id} is unknown or already ended")
+
+    def open_attempts(self, job_id: str) -> list[dict[str, Any]]:
+        """Attempts without an end: after a restart, these instances are adopted or recovered."""
+        cursor = self._db.execute(
+            "SELECT attempt_id, segment_id, market, instance_type, instance_id, launched_at FROM attempts "
+            "WHERE job_id = ? AND ended_at IS NULL ORDER BY attempt_id",
+            (job_id,),
+        )
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def events(self, job_id: str) -> list[EventRow]:
+        rows = self._db.execute(
+            "SELECT ts, segment_id, from_state, to_state, reason FROM events WHERE job_id = ? ORDER BY event_id",
+            (job_id,),
+        ).fetchall()
+        return [EventRow(*row) for row in rows]
