@@ -125,6 +125,7 @@ def test_kill_9_mid_transitions_leaves_a_consistent_state(tmp_path: Path) -> Non
     assert len(last_move) > 0  # it really churned before the kill
     for segment in state.segments("job-k"):
         assert segment.state == last_move.get(segment.segment_id, "PENDING")  # no transition half-written
-    state.set_launching(
-        "job-k", "seg-0000", market="on-demand", reason="restarted coordinator"
-    ) if state.segment("job-k", "seg-0000").state in ("PENDING", "INTERRUPTED") else None
+    # and the restarted coordinator carries on from it
+    resumable = next(s for s in state.segments("job-k") if s.state in ("PENDING", "INTERRUPTED"))
+    state.set_launching("job-k", resumable.segment_id, market="on-demand", reason="restarted coordinator")
+    assert state.segment("job-k", resumable.segment_id).state == "LAUNCHING"
