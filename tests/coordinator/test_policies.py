@@ -1,0 +1,50 @@
+"""Recovery policies: the registry, first launches and recovery decisions."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.policies import SegmentHistory, UnknownPolicy, make_policy, policy_names
+
+
+def test_registry_lists_the_policies_and_refuses_unknown_names() -> None:
+    assert {"on-demand", "spot-only", "hybrid"} <= set(policy_names())
+    with pytest.raises(
+        UnknownPolicy, match="unknown policy 'spot-mostly'; valid: hybrid, on-demand, spot-only"
+    ):
+        make_policy("spot-mostly")
+
+
+@pytest.mark.parametrize(("share", "count", "on_demand"), [(0.9, 10, [9]), (0.9, 20, [9, 19]), (0.75, 8, [3, 7]), (1.0, 5, []), (0.0, 3, [0, 1, 2])])  # fmt: skip
+def test_hybrid_spreads_its_on_demand_share_evenly(share: float, count: int, on_demand: list[int]) -> None:
+    policy = make_policy("hybrid", spot_share=share)
+    markets = [policy.launch(i, count) for i in range(count)]
+    assert [i for i, m in enumerate(markets) if m == "on-demand"] == on_demand
+
+
+def test_hybrid_falls_back_to_on_demand_after_an_interruption() -> None:
+    decision = make_policy("hybrid").recover(SegmentHistory(spot_interruptions=1), "interrupted")
+    assert decision.market == "on-demand" and "on-demand from the checkpoint" in decision.reason
+    with_retry = make_policy("hybrid", max_spot_retries=1)
+    assert with_retry.recover(SegmentHistory(spot_interruptions=1), "interrupted").market == "spot"
+    assert with_retry.recover(SegmentHistory(spot_interruptions=2), "interrupted").market == "on-demand"
+
+
+def test_spot_only_relaunches_spot_then_gives_up() -> None:
+    policy = make_policy("spot-only", max_spot_retries=2)
+    assert policy.launch(0, 4) == "spot"
+    assert policy.recover(SegmentHistory(spot_interruptions=2), "interrupted").market == "spot"
+    final = policy.recover(SegmentHistory(spot_interruptions=2, spot_launch_failures=1), "failed-launch")
+    assert final.give_up and "past max_spot_retries=2" in final.reason
+
+
+def test_on_demand_retries_capacity_errors_a_few_times() -> None:
+    policy = make_policy("on-demand")
+    assert policy.launch(3, 4) == "on-demand"
+    assert policy.recover(SegmentHistory(on_demand_launch_failures=2), "failed-launch").market == "on-demand"
+    assert policy.recover(SegmentHistory(on_demand_launch_failures=3), "failed-launch").give_up
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(Exception, match="spot_share must be between 0 and 1"):
+        make_policy("hybrid", spot_share=1.5)
