@@ -1,0 +1,90 @@
+"""The fleet against moto (in process): launches from templates with tags, idempotent attempts, retries,
+capacity errors, terminate-and-confirm."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from coordinator.fleet import CapacityError, Fleet, LaunchError, LaunchRequest
+
+
+@pytest.fixture
+def ec2(aws_credentials: None) -> Iterator[Any]:
+    from moto import mock_aws
+
+    with mock_aws():
+        yield boto3.client("ec2", region_name="us-east-1")
+
+
+def templates(ec2: Any) -> dict[str, str]:
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    made = {}
+    for market in ("spot", "on-demand"):
+        data: dict[str, Any] = {"ImageId": image, "InstanceType": "p3.2xlarge"}
+        if market == "spot":
+            data["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": {"MaxPrice": "3.06"}}
+        made[market] = ec2.create_launch_template(LaunchTemplateName=f"t-{market}", LaunchTemplateData=data)["LaunchTemplate"]["LaunchTemplateId"]  # fmt: skip
+    return made
+
+
+def request(
+    segment: str = "seg-0000", attempt: str = "job-1/seg-0000/1", market: str = "spot"
+) -> LaunchRequest:
+    return LaunchRequest(job_id="job-1", segment_id=segment, attempt_id=attempt, market=market, start=0, stop=100, input_key="data/x.parquet")  # fmt: skip
+
+
+def test_launch_tags_and_terminate_confirmed(ec2: Any) -> None:
+    fleet = Fleet(ec2, templates=templates(ec2), subnet_id=None, sleep=lambda s: None)
+    spot = fleet.launch(request())
+    on_demand = fleet.launch(request("seg-0001", "job-1/seg-0001/1", "on-demand"))
+    listed = fleet.job_instances("job-1")
+    assert listed[spot]["segment"] == "seg-0000" and listed[spot]["market"] == "spot"
+    assert listed[on_demand]["attempt"] == "job-1/seg-0001/1"
+    assert fleet.alive("job-1") == sorted([spot, on_demand])
+    fleet.terminate_and_confirm([spot, on_demand])
+    assert fleet.alive("job-1") == []
+
+
+def test_same_attempt_launched_twice_is_one_instance(ec2: Any) -> None:
+    fleet = Fleet(ec2, templates=templates(ec2), subnet_id=None, sleep=lambda s: None)
+    first = fleet.launch(request())
+    again = fleet.launch(request())  # a coordinator restarted mid-launch repeats the call
+    assert first == again
+    assert fleet.alive("job-1") == [first]
+
+
+def test_throttling_and_500s_are_retried_with_backoff(aws_credentials: None) -> None:
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    delays: list[float] = []
+    fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnet_id="subnet-1", sleep=delays.append)
+    with Stubber(ec2) as stub:  # moto cannot throttle; the real client gets canned faults
+        stub.add_response("describe_instances", {"Reservations": []})
+        stub.add_client_error("run_instances", "RequestLimitExceeded", http_status_code=503)
+        stub.add_client_error("run_instances", "InternalError", http_status_code=500)
+        stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
+        assert fleet.launch(request()) == "i-0abc"
+    assert fleet.api_retries == 2
+    assert 0.5 <= delays[0] <= 0.75 and 1.0 <= delays[1] <= 1.5  # exponential, with jitter
+
+
+def test_capacity_errors_go_to_the_policy_and_others_are_not_retried(aws_credentials: None) -> None:
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnet_id=None, sleep=lambda s: None)
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_instances", {"Reservations": []})
+        stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
+        with pytest.raises(CapacityError, match="InsufficientInstanceCapacity") as capacity:
+            fleet.launch(request())
+        assert capacity.value.history == ["run_instances: InsufficientInstanceCapacity"]
+        stub.add_response("describe_instances", {"Reservations": []})
+        stub.add_client_error("run_instances", "InvalidLaunchTemplateId.NotFound", http_status_code=400)
+        with pytest.raises(LaunchError, match="after 1 call") as bad:
+            fleet.launch(request())
+        assert not isinstance(bad.value, CapacityError)
+    with pytest.raises(LaunchError, match="no launch template for market 'on-demand'"):
+        fleet.launch(request(market="on-demand"))
