@@ -1,7 +1,8 @@
 """`spotbatch`: the one command-line entry point (also `python -m coordinator`).
 
 Subcommands add themselves in `build_parser`; each handler returns an exit code. Errors of this project
-(`SpotbatchError`) become one line on stderr and exit code 2; exit codes are mapped only here.
+(`SpotbatchError`) become one line on stderr and exit code 2; a budget refusal exits 3 and a failed
+pre-flight 4. Exit codes are mapped only here.
 """
 
 from __future__ import annotations
