@@ -24,8 +24,9 @@ data: setup  ## the default 10,000-sentence dataset (downloads the vaderSentimen
 model: data  ## fine-tune the offline MiniLM sentiment classifier (about 3-7 minutes on 2 cores, once)
 	$(SPOTBATCH) model build
 
-simulate: model  ## the main job; its coordinator run (issue 4) is not built yet, so this stops with a clear message
-	@echo "make simulate: the coordinator run (issue 4) is not built yet; today: make data, make model, make infra" >&2
+simulate: model  ## the main job: emulator up + stack applied (first step), then the coordinator run (issue 4, not built yet)
+	$(SPOTBATCH) infra up
+	@echo "make simulate: the coordinator run (issue 4) is not built yet; the steps above are what runs today" >&2
 	@exit 2
 
 test: setup  ## every test, slow end-to-end ones included
