@@ -63,11 +63,18 @@ class RecoveryPolicy:
     def launch(self, segment_index: int, segment_count: int) -> Market:
         raise NotImplementedError
 
+    @staticmethod
+    def _on_demand_exhausted(history: SegmentHistory) -> Decision | None:
+        if history.on_demand_launch_failures >= MAX_ON_DEMAND_LAUNCH_FAILURES:
+            return Decision(None, f"{history.on_demand_launch_failures} on-demand launch failures")
+        return None
+
     def recover(self, history: SegmentHistory, cause: Cause) -> Decision:
         """1. on-demand failures past the limit give up; 2. spot within its retries stays on spot;
         3. otherwise fall back to on-demand."""
-        if history.on_demand_launch_failures >= MAX_ON_DEMAND_LAUNCH_FAILURES:
-            return Decision(None, f"{history.on_demand_launch_failures} on-demand launch failures")
+        exhausted = self._on_demand_exhausted(history)
+        if exhausted is not None:
+            return exhausted
         spot_attempts_lost = history.spot_interruptions + history.spot_launch_failures
         if spot_attempts_lost <= self.max_spot_retries:
             return Decision(
@@ -96,9 +103,7 @@ class OnDemand(RecoveryPolicy):
         return "on-demand"
 
     def recover(self, history: SegmentHistory, cause: Cause) -> Decision:
-        if history.on_demand_launch_failures >= MAX_ON_DEMAND_LAUNCH_FAILURES:
-            return Decision(None, f"{history.on_demand_launch_failures} on-demand launch failures")
-        return Decision("on-demand", f"{cause}: on-demand again")
+        return self._on_demand_exhausted(history) or Decision("on-demand", f"{cause}: on-demand again")
 
 
 @register
