@@ -42,9 +42,3 @@ def check_payload(
         elif not any(fnmatch.fnmatch(path.name, pattern) for pattern in allow):
             problems.append(f"{relative}: not on the allow-list ({', '.join(allow)})")
     return problems
-
-
-def payload_files(folder: Path) -> list[str]:
-    """The files that would be sent, relative to the folder, in the order rsync lists them."""
-    root = folder.expanduser().resolve()
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())

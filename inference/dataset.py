@@ -219,11 +219,6 @@ class SegmentRows:
     texts: list[str]
 
 
-def count_rows(store: ObjectStore, key: str) -> int:
-    with store.open_read(key) as handle:
-        return int(pq.ParquetFile(handle).metadata.num_rows)
-
-
 def read_segment(
     store: ObjectStore, key: str, start: int, stop: int, *, text_column: str = "text", id_column: str = "id"
 ) -> SegmentRows:
