@@ -78,10 +78,16 @@ class MotoServer:
         }
 
     def start(self) -> MotoServer:
+        if self.log_path:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         command = [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)]
         # its own session: a Ctrl-C at the terminal reaches us, and we stop it in order
-        self.process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+        try:
+            self.process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+        finally:
+            if log is not subprocess.DEVNULL:
+                log.close()  # type: ignore[union-attr]  # the server has its own copy of the descriptor
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -35,6 +35,7 @@ class SegmentHistory:
     spot_interruptions: int = 0
     spot_launch_failures: int = 0
     on_demand_launch_failures: int = 0
+    last_market: Market | None = None  # the market of the attempt that just ended
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +71,14 @@ class RecoveryPolicy:
         return None
 
     def recover(self, history: SegmentHistory, cause: Cause) -> Decision:
-        """1. on-demand failures past the limit give up; 2. spot within its retries stays on spot;
-        3. otherwise fall back to on-demand."""
+        """1. on-demand failures past the limit give up; 2. an on-demand launch that failed tries on-demand
+        again (a segment placed on on-demand is not moved to spot); 3. spot within its retries stays on
+        spot; 4. otherwise fall back to on-demand."""
         exhausted = self._on_demand_exhausted(history)
         if exhausted is not None:
             return exhausted
+        if cause == "failed-launch" and history.last_market == "on-demand":
+            return Decision("on-demand", f"{cause}: on-demand again")
         spot_attempts_lost = history.spot_interruptions + history.spot_launch_failures
         if spot_attempts_lost <= self.max_spot_retries:
             return Decision(

@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS segments (
 CREATE TABLE IF NOT EXISTS attempts (
     attempt_id TEXT PRIMARY KEY, job_id TEXT NOT NULL, segment_id TEXT NOT NULL, market TEXT NOT NULL,
     instance_type TEXT NOT NULL, instance_id TEXT, launched_at REAL, ended_at REAL, end_reason TEXT,
-    rows_kept INTEGER NOT NULL DEFAULT 0, rows_wasted INTEGER NOT NULL DEFAULT 0
+    rows_kept INTEGER NOT NULL DEFAULT 0, rows_wasted INTEGER NOT NULL DEFAULT 0,
+    rows_per_s REAL NOT NULL DEFAULT 0, billed_seconds INTEGER, cost_usd REAL
 );
 CREATE TABLE IF NOT EXISTS events (
     event_id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, job_id TEXT NOT NULL, segment_id TEXT,
@@ -139,6 +140,9 @@ class CoordinatorState:
             self._event(db, job_id, None, None, None, "job created")
             return True
 
+    def jobs(self) -> list[str]:
+        return [row[0] for row in self._db.execute("SELECT job_id FROM jobs ORDER BY created_at")]
+
     def job_config(self, job_id: str) -> dict[str, Any]:
         row = self._db.execute("SELECT config FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
         if row is None:
@@ -228,22 +232,45 @@ class CoordinatorState:
                 (instance_id, launched_at, attempt_id),
             )
 
-    def attempt_ended(self, attempt_id: str, *, ended_at: float, end_reason: str, rows_kept: int, rows_wasted: int) -> None:  # fmt: skip
+    def attempt_ended(
+        self,
+        attempt_id: str,
+        *,
+        ended_at: float,
+        end_reason: str,
+        rows_kept: int,
+        rows_wasted: int,
+        rows_per_s: float = 0.0,
+        billed_seconds: int | None = None,
+        cost_usd: float | None = None,
+    ) -> None:
         with self._transaction() as db:
             changed = db.execute(
-                "UPDATE attempts SET ended_at = ?, end_reason = ?, rows_kept = ?, rows_wasted = ? "
-                "WHERE attempt_id = ? AND ended_at IS NULL",
-                (ended_at, end_reason, rows_kept, rows_wasted, attempt_id),
+                "UPDATE attempts SET ended_at = ?, end_reason = ?, rows_kept = ?, rows_wasted = ?, rows_per_s = ?, "
+                "billed_seconds = ?, cost_usd = ? WHERE attempt_id = ? AND ended_at IS NULL",
+                (
+                    ended_at,
+                    end_reason,
+                    rows_kept,
+                    rows_wasted,
+                    rows_per_s,
+                    billed_seconds,
+                    cost_usd,
+                    attempt_id,
+                ),
             ).rowcount
             if changed != 1:
                 raise InvalidTransition(f"attempt {attempt_id} is unknown or already ended")
 
     def open_attempts(self, job_id: str) -> list[dict[str, Any]]:
         """Attempts without an end: after a restart, these instances are adopted or recovered."""
+        return [a for a in self.attempts(job_id) if a["ended_at"] is None]
+
+    def attempts(self, job_id: str, segment_id: str | None = None) -> list[dict[str, Any]]:
+        """Every attempt of the job (or of one segment), in launch order, as dicts of the table's columns."""
+        query = "SELECT * FROM attempts WHERE job_id = ?" + (" AND segment_id = ?" if segment_id else "")
         cursor = self._db.execute(
-            "SELECT attempt_id, segment_id, market, instance_type, instance_id, launched_at FROM attempts "
-            "WHERE job_id = ? AND ended_at IS NULL ORDER BY attempt_id",
-            (job_id,),
+            query + " ORDER BY rowid", (job_id, segment_id) if segment_id else (job_id,)
         )
         names = [column[0] for column in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

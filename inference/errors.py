@@ -3,7 +3,8 @@
     SpotbatchError
     ├── InputDataError      bad input data: names the file, the column and the row
     ├── ModelLoadError      a model that cannot be found or loaded
-    └── CheckpointError     a checkpoint that does not belong to this segment or is corrupt
+    ├── CheckpointError     a checkpoint that does not belong to this segment or is corrupt
+    └── Superseded          a later attempt of the segment has claimed its checkpoint: stop, write nothing
 
 Exit codes are mapped only at the command-line edge (`inference.worker.main`, `coordinator.cli`).
 """
@@ -23,3 +24,7 @@ class ModelLoadError(SpotbatchError):
 
 class CheckpointError(SpotbatchError):
     """A checkpoint is corrupt or was written for other arguments."""
+
+
+class Superseded(SpotbatchError):
+    """A later attempt claimed the segment's checkpoint (this one was presumed lost): stop and write nothing."""

@@ -71,10 +71,11 @@ class HeartbeatWriter(threading.Thread):
         while not self._closed.wait(self.every):
             self.beat()
 
-    def close(self, state: HeartbeatState, message: str = "") -> None:
-        """Stop the thread and write the final state."""
+    def close(self, state: HeartbeatState | None, message: str = "") -> None:
+        """Stop the thread and write the final state (None: stop without a last write)."""
         self._closed.set()
         if self.is_alive():
             self.join()
-        self.update(state=state, message=message)
-        self.beat()
+        if state is not None:
+            self.update(state=state, message=message)
+            self.beat()

@@ -10,7 +10,12 @@ name in capitals with `SPOTBATCH_` in front), which is how user-data and the con
 
 Restarted with the same arguments, it resumes from the checkpoint. On a spot interruption notice or
 SIGTERM it finishes the batch in hand, writes its part and checkpoint, heartbeats `draining` and exits 0.
-Exit codes: 0 done or drained, 2 bad input or arguments, 1 anything else.
+Exit codes: 0 done or drained, 2 bad input or arguments, 3 superseded (a later attempt of the segment
+claimed its checkpoint: this one was presumed lost and stops without writing), 1 anything else.
+
+Fencing: an attempt claims the checkpoint when it starts (writes it with its attempt id) and re-reads it
+before each checkpoint write; if another attempt has claimed it since, this one is a leftover (an instance
+the coordinator gave up on, still draining) and stops before it can overwrite the newer attempt's progress.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from inference.checkpoint import (
     save_checkpoint,
 )
 from inference.dataset import read_segment
-from inference.errors import CheckpointError, InputDataError, ModelLoadError
+from inference.errors import CheckpointError, InputDataError, ModelLoadError, Superseded
 from inference.heartbeat import HEARTBEAT_SECONDS, Heartbeat, HeartbeatWriter
 from inference.interruption import (
     NOTICE_POLL_SECONDS,
@@ -112,7 +117,25 @@ class SegmentRun:
         if orphans:
             log.info("removed %d orphan part(s) written after the last checkpoint: %s", len(orphans), orphans)
         found.attempt = self.config.attempt
+        if found.attempt:
+            save_checkpoint(
+                self.store, found
+            )  # the claim: an older attempt still running will see it and stop
         return found
+
+    def _check_claim(self, checkpoint: Checkpoint) -> None:
+        """Raise `Superseded` if a later attempt has claimed the segment's checkpoint."""
+        if checkpoint.attempt:
+            current = load_checkpoint(self.store, checkpoint.segment_id)
+            if current is not None and current.attempt != checkpoint.attempt:
+                raise Superseded(
+                    f"segment {checkpoint.segment_id}: attempt {current.attempt!r} has claimed the checkpoint; "
+                    f"this attempt ({checkpoint.attempt!r}) stops without writing"
+                )
+
+    def _save(self, checkpoint: Checkpoint) -> None:
+        self._check_claim(checkpoint)  # again: the part write took time
+        save_checkpoint(self.store, checkpoint)
 
     def _write_part(
         self, plan: BatchPlan, ids: list[Any], first: int, stop: int, results: dict[int, Any]
@@ -157,6 +180,10 @@ class SegmentRun:
             c.segment_id, c.start, c.stop, len(plan.batches), checkpoint.next_batch, checkpoint.rows_done,
         )  # fmt: skip
         heartbeat.update(rows_done=checkpoint.rows_done, next_batch=checkpoint.next_batch)
+        if self.stop.wait(0):  # told to stop while booting: nothing computed, nothing to save
+            log.info("stopping (%s) before the first batch; checkpoint at %d rows", self.stop.reason,
+                     checkpoint.rows_done)  # fmt: skip
+            return WorkerOutcome("draining", checkpoint.rows_done, total, 0, 0)
 
         results: dict[int, tuple[str, float]] = {}
         part_first = checkpoint.next_batch
@@ -185,12 +212,13 @@ class SegmentRun:
             )
             stopping = self.stop.requested
             if plan.is_chunk_end(batch.index) or stopping:
+                self._check_claim(checkpoint)
                 key = self._write_part(plan, rows.ids, part_first, batch.index + 1, results)
                 checkpoint.parts.append(key)
                 checkpoint.next_batch = batch.index + 1
                 checkpoint.rows_done = rows_done
                 checkpoint.done = checkpoint.next_batch == len(plan.batches)
-                save_checkpoint(self.store, checkpoint)
+                self._save(checkpoint)
                 part_first = batch.index + 1
                 results.clear()
             if stopping and not checkpoint.done:
@@ -225,6 +253,9 @@ def run_worker(config: WorkerConfig, stop: StopSignal | None = None) -> WorkerOu
         configure_threads(config.threads)
         classifier = load_classifier(config.model, max_length=config.max_length)
         outcome = SegmentRun(config, store, stop).run(classifier, heartbeat)
+    except Superseded:
+        heartbeat.close(None)  # the segment's heartbeat belongs to the newer attempt now
+        raise
     except BaseException as error:
         heartbeat.close("failed", f"{type(error).__name__}: {error}")
         raise
@@ -315,6 +346,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (InputDataError, CheckpointError, ModelLoadError, ValueError) as error:
         log.error("error: %s", error)
         return 2
+    except Superseded as error:
+        log.warning("superseded: %s", error)
+        return 3
     except KeyboardInterrupt:
         log.error("interrupted")
         return 130

@@ -72,6 +72,15 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def busy_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random 4-layer, width-256 model: slow enough (~4x the tiny one) that a 375-row segment runs for a
+    few seconds on a shared core, so that a test can interrupt it mid-work."""
+    directory = tmp_path_factory.mktemp("models") / "busy-bert"
+    build_tiny_model(directory, layers=4, width=256)
+    return directory
+
+
+@pytest.fixture(scope="session")
 def sentences_parquet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """1,500 synthetic labelled rows with ids that are not row numbers (10_000 + 3 * row)."""
     texts = synthetic_sentences(1_500)

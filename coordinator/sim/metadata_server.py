@@ -19,6 +19,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import threading
@@ -83,7 +84,8 @@ class MetadataServer:
                 self.send_header("Content-Type", "text/plain")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # worker killed mid-poll
+                    self.wfile.write(data)
 
             def _split(self) -> tuple[str, str]:
                 instance_id, _, rest = self.path.lstrip("/").partition("/")

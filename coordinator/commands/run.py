@@ -1,0 +1,122 @@
+"""`spotbatch run`: one job on a deployed stack, the coordinator alone (the instances do the work).
+
+The stack's ids come from `terraform output -json` (a file, or read from a Terraform state folder). With
+`--endpoint` the clients talk to an emulator (moto, LocalStack; loopback only); without it, to real AWS with
+the usual credential chain. Started again with the same `--job-id` and `--run-dir`, it resumes the job:
+live instances are adopted, lost ones recovered, nothing is launched twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from coordinator.controller import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
+from coordinator.paths import runs_dir, spend_log_path
+from inference.errors import SpotbatchError
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run one job on a deployed stack (real AWS, or an emulator with --endpoint)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument(
+        "--outputs", type=Path, required=True, help="`terraform output -json` of the stack, saved"
+    )
+    run.add_argument("--endpoint", help="emulator endpoint (loopback only); omit for real AWS")
+    run.add_argument("--job-id", required=True)
+    run.add_argument("--run-dir", type=Path, help="default runs/<job id>")
+    run.add_argument("--input-key", required=True, help="the dataset's key in the stack's bucket")
+    run.add_argument("--rows", type=int, required=True, help="rows in the dataset")
+    run.add_argument("--segments", type=int, default=10)
+    run.add_argument("--policy", default="hybrid", help="on-demand, spot-only or hybrid")
+    run.add_argument("--spot-share", type=float, help="hybrid: share of segments that start on spot")
+    run.add_argument("--max-spot-retries", type=int)
+    run.add_argument("--instance-type", default="p3.2xlarge", help="priced from the price table")
+    run.add_argument("--region", default="us-east-1")
+    run.add_argument(
+        "--time-scale", type=float, default=1.0, help="cloud seconds per wall second (simulator)"
+    )
+    run.add_argument("--cycle-seconds", type=float, default=CYCLE_SECONDS)
+    run.add_argument("--heartbeat-timeout", type=float, default=HEARTBEAT_TIMEOUT_SECONDS)
+    run.add_argument("--boot-timeout", type=float, default=BOOT_TIMEOUT_SECONDS)
+    run.add_argument("--planned-rows-per-s", type=float, default=50.0, help="for the first budget estimates")
+    run.add_argument("--spend-log", type=Path, help="default runs/budget/spend_log.jsonl")
+    run.add_argument(
+        "--ceiling", type=float, default=None, help="budget ceiling in USD (default 5, or the env)"
+    )
+    run.set_defaults(handler=run_command)
+
+
+def read_outputs(path: Path) -> dict[str, Any]:
+    """`terraform output -json` ({name: {value: ...}}) or plain {name: value}; errors name the missing key."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise SpotbatchError(f"{path}: cannot read the stack outputs ({error})") from None
+    outputs = {k: (v["value"] if isinstance(v, dict) and "value" in v else v) for k, v in raw.items()}
+    for key in ("bucket", "launch_template_ids"):
+        if key not in outputs:
+            raise SpotbatchError(
+                f"{path}: no {key!r} output; is this the spotbatch stack's `terraform output -json`?"
+            )
+    return outputs
+
+
+def run_command(args: argparse.Namespace) -> int:
+    import boto3
+    from botocore.config import Config
+
+    from coordinator.budget import DEFAULT_CEILING_USD, BudgetGuard
+    from coordinator.clock import CloudClock
+    from coordinator.emulator import require_loopback
+    from coordinator.jobs import CloudTarget, run_job
+
+    outputs = read_outputs(args.outputs)
+    if args.endpoint:
+        require_loopback(args.endpoint)
+    options: dict[str, float] = {}
+    if args.spot_share is not None:
+        options["spot_share"] = args.spot_share
+    if args.max_spot_retries is not None:
+        options["max_spot_retries"] = args.max_spot_retries
+    spec = JobSpec(
+        job_id=args.job_id, input_key=args.input_key, rows=args.rows, segments=args.segments, policy=args.policy,
+        policy_options=options, region=args.region, instance_type=args.instance_type,
+        planned_rows_per_s=args.planned_rows_per_s / args.time_scale, cycle_seconds=args.cycle_seconds,
+        heartbeat_timeout=args.heartbeat_timeout, boot_timeout=args.boot_timeout,
+    )  # fmt: skip
+    session = boto3.session.Session(region_name=outputs.get("region") or args.region)
+    ec2 = session.client(
+        "ec2",
+        endpoint_url=args.endpoint,
+        config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
+    )
+    s3 = session.client("s3", endpoint_url=args.endpoint, config=Config(s3={"addressing_style": "path"}))
+    cloud = CloudTarget(
+        ec2=ec2, s3=s3, bucket=str(outputs["bucket"]),
+        templates={k: str(v) for k, v in outputs["launch_template_ids"].items()}, subnet_id=outputs.get("subnet_id"),
+    )  # fmt: skip
+    guard = BudgetGuard(args.ceiling if args.ceiling is not None else DEFAULT_CEILING_USD, args.spend_log or spend_log_path())  # fmt: skip
+    run_dir = args.run_dir or runs_dir() / args.job_id
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    result = run_job(spec, cloud=cloud, guard=guard, clock=CloudClock(scale=args.time_scale), run_dir=run_dir)
+    outcome = result.outcome
+    print(
+        f"job {spec.job_id}: {outcome.segments_done}/{outcome.segments_total} segments done, "
+        f"{result.merge.rows if result.merge else 0} rows merged, {len(outcome.attempts)} attempts, "
+        f"ledger {result.ledger_path}; no instance of the job left (re-listed)",
+        flush=True,
+    )
+    if not outcome.succeeded:
+        for segment, why in sorted(outcome.failures.items()):
+            print(f"FAILED {segment}: {why}", file=sys.stderr)
+        return 1
+    return 0

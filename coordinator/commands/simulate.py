@@ -1,0 +1,162 @@
+"""`spotbatch simulate` and `spotbatch status`: the experiment matrix, and a look at one run's state."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import time
+from pathlib import Path
+
+from coordinator.paths import default_dataset_path, default_model_dir, runs_dir
+
+QUICK: dict[str, str | int] = {"runs": "on-demand=1,spot-only=2,hybrid=2", "rows": 2_000, "segments": 4}
+FULL: dict[str, str | int] = {"runs": "on-demand=3,spot-only=10,hybrid=10", "rows": 10_000, "segments": 10}
+
+
+def parse_runs(text: str) -> dict[str, int]:
+    """`on-demand=3,spot-only=10,hybrid=10` -> {"on-demand": 3, ...}; errors name the bad item."""
+    runs: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, count = item.partition("=")
+        if not count.isdigit():
+            raise argparse.ArgumentTypeError(f"--runs item {item!r}: expected NAME=COUNT, as in hybrid=10")
+        runs[name] = int(count)
+    return runs
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sim = commands.add_parser(
+        "simulate",
+        help="the experiment matrix on the embedded AWS (moto): on-demand, spot-only and hybrid runs",
+        description="Emulator up, stack applied, then N runs per configuration with real workers and "
+        "injected interruptions; every run's ledger, events and predictions under --out; everything "
+        "destroyed and re-listed at the end. QUICK sizes: " + ", ".join(f"{k}={v}" for k, v in QUICK.items()),
+    )
+    sim.add_argument("--quick", action="store_true", help="a few-minute matrix (tests, a first look)")
+    sim.add_argument("--runs", type=parse_runs, default=None, help=f"default {FULL['runs']}")
+    sim.add_argument(
+        "--rows", type=int, default=None, help=f"rows of the dataset to run (default {FULL['rows']})"
+    )
+    sim.add_argument(
+        "--segments", type=int, default=None, help=f"instances per run (default {FULL['segments']})"
+    )
+    sim.add_argument(
+        "--time-scale", type=float, default=30.0, help="cloud seconds per wall second (default 30)"
+    )
+    sim.add_argument(
+        "--interruption-probability", type=float, default=0.3, help="per interval, per spot instance"
+    )
+    sim.add_argument("--interruption-interval", type=float, default=300.0, help="cloud seconds (default 300)")
+    sim.add_argument("--trace", type=Path, help="replay this availability trace instead of the random model")
+    sim.add_argument("--trace-one-means", choices=("available", "preempted"), default="available")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument(
+        "--boot", choices=("fork", "exec"), default="fork", help="how a simulated instance starts its worker"
+    )
+    sim.add_argument(
+        "--model", type=Path, default=None, help="model directory (default build/models/minilm-sentiment)"
+    )
+    sim.add_argument("--dataset", type=Path, default=None, help="Parquet from `spotbatch data prepare`")
+    sim.add_argument("--out", type=Path, default=None, help="runs folder (default runs/simulate-<UTC time>)")
+    sim.add_argument(
+        "--budget-usd", type=float, default=2_000.0, help="ceiling for the matrix's simulated dollars"
+    )
+    sim.add_argument(
+        "--no-mlflow", action="store_true", help="skip the MLflow runs (the ledgers are written anyway)"
+    )
+    sim.set_defaults(handler=simulate_command)
+
+    status = commands.add_parser("status", help="segments, attempts and recent events of a run folder")
+    status.add_argument("run_dir", type=Path)
+    status.add_argument("--events", type=int, default=10, help="how many recent events to show")
+    status.set_defaults(handler=status_command)
+
+
+def simulate_command(args: argparse.Namespace) -> int:
+    from coordinator.progress import ProgressView
+    from coordinator.simulate import SimulationSettings, simulate
+
+    sizes = QUICK if args.quick else FULL
+    model = args.model or default_model_dir()
+    dataset = args.dataset or default_dataset_path()
+    for what, path, fix in (("model", model, "make model"), ("dataset", dataset, "make data")):
+        if not path.exists():
+            print(f"error: {what} {path} does not exist; run `{fix}` first", flush=True)
+            return 2
+    out = args.out or runs_dir() / time.strftime("simulate-%Y%m%dT%H%M%SZ", time.gmtime())
+    settings = SimulationSettings(
+        out_dir=out, model=model, dataset=dataset, runs=args.runs or parse_runs(str(sizes["runs"])),
+        rows=args.rows or int(sizes["rows"]), segments=args.segments or int(sizes["segments"]),
+        time_scale=args.time_scale, interruption_probability=args.interruption_probability,
+        interruption_interval=args.interruption_interval, trace=args.trace, trace_one_means=args.trace_one_means,
+        seed=args.seed, boot=args.boot, budget_usd=args.budget_usd, mlflow=not args.no_mlflow,
+    )  # fmt: skip
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    print(
+        f"simulate: {settings.runs} on {settings.rows} rows x {settings.segments} segments, time scale "
+        f"{settings.time_scale:g} (1 wall s = {settings.time_scale:g} cloud s), {settings.describe_interruptions()}, "
+        f"seed {settings.seed}, model {model}; runs folder {out}",
+        flush=True,
+    )
+    started = time.monotonic()
+    total = sum(settings.runs.values())
+    with ProgressView(total) as view:
+        results = simulate(settings, on_run=lambda name, n, _: view.start_run(name, n), on_cycle=view.update)
+    print(summary_table(results), flush=True)
+    failed = [r.name for r in results if not r.result.outcome.succeeded]
+    print(
+        f"{len(results)} runs in {time.monotonic() - started:.0f} s wall; instances left: 0 (re-listed); "
+        f"runs with failed segments: {failed or 'none'}; files under {out}",
+        flush=True,
+    )
+    return 0
+
+
+def summary_table(results: list) -> str:  # type: ignore[type-arg]
+    """Per configuration: runs, mean cost, savings vs the on-demand runs' mean, interruptions, rows exactly once."""
+    by_config: dict[str, list] = {}  # type: ignore[type-arg]
+    for r in results:
+        by_config.setdefault(r.configuration, []).append(r)
+    costs = {
+        c: [sum(a.cost_usd for a in r.result.outcome.attempts) for r in rs] for c, rs in by_config.items()
+    }
+    baseline = statistics.mean(costs["on-demand"]) if costs.get("on-demand") else None
+    lines = [
+        "| configuration | runs | mean cost (sim $) | savings vs on-demand | interruptions/run | rows exactly once | segments done |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for config, runs in by_config.items():
+        mean = statistics.mean(costs[config])
+        savings = f"{(baseline - mean) / baseline * 100:.1f}%" if baseline else "n/a"
+        rows = sum(r.result.merge.rows if r.result.merge else 0 for r in runs)
+        wanted = sum(json.loads((r.result.run_dir / "run.json").read_text())["spec"]["rows"] for r in runs)
+        done = sum(r.result.outcome.segments_done for r in runs)
+        total = sum(r.result.outcome.segments_total for r in runs)
+        lines.append(
+            f"| {config} | {len(runs)} | {mean:.2f} | {savings} | {statistics.mean(r.interruptions for r in runs):.1f} "
+            f"| {rows}/{wanted} | {done}/{total} |"
+        )
+    return "\n".join(lines)
+
+
+def status_command(args: argparse.Namespace) -> int:
+    from coordinator.state import CoordinatorState
+
+    path = args.run_dir / "state.db"
+    if not path.is_file():
+        print(f"error: {path} does not exist (not a run folder?)")
+        return 2
+    state = CoordinatorState(path)
+    try:
+        for job in state.jobs():
+            print(f"job {job}")
+            for row in state.segments(job):
+                print(f"  {row.segment_id}  [{row.start}, {row.stop})  {row.state:<13} {row.market or '-':<9} attempts {row.attempts}")  # fmt: skip
+            for event in state.events(job)[-args.events :]:
+                stamp = time.strftime("%H:%M:%S", time.gmtime(event.ts))
+                print(f"  {stamp} {event.segment_id or '':<9} {event.from_state or '':>11} -> {event.to_state or '':<13} {event.reason}")  # fmt: skip
+    finally:
+        state.close()
+    return 0

@@ -1,0 +1,151 @@
+"""One job from start to files: state, fleet, controller, merge, ledger, MLflow: the same on moto and on AWS.
+
+`run_job` is what `spotbatch simulate` calls once per run and what a real run calls once: it creates (or,
+with the same job id, resumes) the job's state under its run folder, drives the controller to the end,
+merges the outputs when every segment is done, and writes the run's files:
+
+    <run_dir>/state.db            coordinator state (SQLite: segments, attempts, events)
+    <run_dir>/events.jsonl        the event log, one transition per line with its reason
+    <run_dir>/ledger.jsonl        every attempt priced, and the job's summary
+    <run_dir>/predictions.csv     id, text, label, prediction, score: every input row exactly once
+    <run_dir>/predictions.parquet
+    <run_dir>/run.json            the job's settings and outcome
+    <run_dir>/coordinator.log     decisions and a status line per instance every 30 cloud seconds
+
+Usage::
+
+    outcome = run_job(spec, cloud=CloudTarget(ec2=ec2, s3=s3, bucket=..., templates=..., subnet_id=...),
+                      guard=guard, clock=clock, run_dir=Path("runs/job-1"))
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from coordinator.budget import BudgetGuard
+from coordinator.clock import CloudClock
+from coordinator.controller import Controller, JobOutcome, JobSpec, SegmentStatus
+from coordinator.fleet import Fleet
+from coordinator.ledger import summarize_job, write_ledger
+from coordinator.merge import MergeReport, merge_results
+from coordinator.policies import make_policy
+from coordinator.pricing import PriceQuote, PriceTable
+from coordinator.state import CoordinatorState
+from inference.segments import plan_segments
+from inference.storage import S3Store
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CloudTarget:
+    """What the coordinator needs of a deployed stack (from `terraform output`) and its clients."""
+
+    ec2: Any
+    s3: Any
+    bucket: str
+    templates: dict[str, str]
+    subnet_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    outcome: JobOutcome
+    merge: MergeReport | None
+    ledger_path: Path | None
+    run_dir: Path
+
+
+def quotes_for(spec: JobSpec, table: PriceTable | None = None) -> dict[str, PriceQuote]:
+    table = table or PriceTable.load()
+    return {m: table.quote(spec.provider, spec.region, spec.instance_type, m) for m in ("spot", "on-demand")}
+
+
+@contextmanager
+def run_log(run_dir: Path) -> Iterator[Path]:
+    """The coordinator's log lines for this run go to `<run_dir>/coordinator.log` as well."""
+    path = run_dir / "coordinator.log"
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logger = logging.getLogger("coordinator")
+    logger.addHandler(handler)
+    previous, propagates = logger.level, logger.propagate
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # the terminal shows the progress table; the file keeps every line
+    try:
+        yield path
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+        logger.propagate = propagates
+        handler.close()
+
+
+def run_job(
+    spec: JobSpec,
+    *,
+    cloud: CloudTarget,
+    guard: BudgetGuard,
+    clock: CloudClock,
+    run_dir: Path,
+    extra: dict[str, Any] | None = None,
+    on_cycle: Callable[[list[SegmentStatus]], None] | None = None,
+) -> RunResult:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    state = CoordinatorState(run_dir / "state.db")
+    try:
+        segments = plan_segments(spec.rows, spec.segments, f"s3://{cloud.bucket}/{spec.input_key}")
+        config = {"spec": asdict(spec), "clock": {"scale": clock.scale, "origin": clock.origin}}
+        if not state.create_job(spec.job_id, config=config, segments=[(s.segment_id, s.start, s.stop) for s in segments]):  # fmt: skip
+            saved = state.job_config(spec.job_id)["clock"]  # a restart: the job's own clock, not a new one
+            clock = CloudClock(scale=saved["scale"], origin=saved["origin"])
+        job_store = S3Store(cloud.bucket, f"jobs/{spec.job_id}", client=cloud.s3)
+        fleet = Fleet(cloud.ec2, templates=cloud.templates, subnet_id=cloud.subnet_id)
+        quotes = quotes_for(spec)
+        controller = Controller(
+            spec=spec, state=state, fleet=fleet, store=job_store,
+            policy=make_policy(spec.policy, **spec.policy_options), guard=guard, quotes=quotes, clock=clock,
+            on_cycle=on_cycle,
+        )  # fmt: skip
+        with run_log(run_dir):
+            outcome = controller.run()
+        merge = None
+        if outcome.succeeded:
+            merge = merge_results(
+                job_store, S3Store(cloud.bucket, "", client=cloud.s3), spec.input_key,
+                [s.segment_id for s in segments], run_dir,
+            )  # fmt: skip
+        ledger_path = None
+        if outcome.attempts:
+            summary = summarize_job(spec.job_id, outcome.attempts, quotes["on-demand"].rate_usd_per_hour)
+            ledger_path = write_ledger(run_dir, outcome.attempts, summary)
+        events = [asdict(e) for e in state.events(spec.job_id)]
+        (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+        (run_dir / "run.json").write_text(
+            json.dumps(
+                {
+                    "spec": asdict(spec),
+                    "time_scale": clock.scale,
+                    "clock_origin": clock.origin,
+                    "segments_done": outcome.segments_done,
+                    "segments_total": outcome.segments_total,
+                    "failures": outcome.failures,
+                    "rows_merged": merge.rows if merge else 0,
+                    "wall_seconds": round(outcome.wall_seconds, 3),
+                    "cloud_seconds": round(outcome.ended_cloud - outcome.started_cloud, 3),
+                    "api_retries": outcome.api_retries,
+                    **(extra or {}),
+                },
+                indent=2,
+                sort_keys=True,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
+        return RunResult(outcome, merge, ledger_path, run_dir)
+    finally:
+        state.close()

@@ -1,0 +1,145 @@
+"""The monitor: what each running attempt is doing, from its heartbeat and its instance's state.
+
+One cycle reads one heartbeat object per active segment and lists the job's instances once. A segment's
+attempt is judged by the first rule that matches:
+
+1. heartbeat `done` -> done; `failed` -> failed (the worker says why); `draining` -> draining
+   (it saw a notice or SIGTERM, wrote its checkpoint and is stopping);
+2. the instance is gone (terminated, shutting down, or not listed) -> lost;
+3. heartbeat older than `heartbeat_timeout` -> lost;
+4. no heartbeat of this attempt yet: lost once `boot_timeout` has passed since the launch, else booting;
+5. otherwise running.
+
+Only heartbeats of the attempt the coordinator launched count: the object may still hold an older
+attempt's last words. Times are wall-clock seconds (heartbeat timestamps are the worker's clock).
+
+Usage::
+
+    monitor = Monitor(store, fleet, job_id, heartbeat_timeout=20, boot_timeout=600)
+    for view in monitor.observe(active, now=time.time()):
+        view.verdict, view.reason, view.heartbeat
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from coordinator.fleet import GONE_STATES, Fleet
+from inference.heartbeat import Heartbeat, heartbeat_key
+from inference.storage import ObjectNotFound, ObjectStore
+
+Verdict = Literal["booting", "running", "draining", "done", "failed", "lost"]
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveAttempt:
+    segment_id: str
+    attempt_id: str
+    instance_id: str
+    market: str
+    launched_wall: float  # wall-clock time of the launch call
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptView:
+    attempt: ActiveAttempt
+    verdict: Verdict
+    reason: str
+    instance_state: str | None  # None: EC2 does not list it
+    heartbeat: Heartbeat | None  # the latest heartbeat of this attempt seen so far
+
+
+def read_heartbeat(store: ObjectStore, segment_id: str) -> Heartbeat | None:
+    try:
+        data = store.get(heartbeat_key(segment_id))
+    except ObjectNotFound:
+        return None
+    try:
+        return Heartbeat(**json.loads(data))
+    except (json.JSONDecodeError, TypeError) as error:  # a torn or foreign object: treat as no beat
+        log.warning("heartbeat of %s does not parse (%s); ignored", segment_id, error)
+        return None
+
+
+def judge(
+    attempt: ActiveAttempt,
+    heartbeat: Heartbeat | None,
+    instance_state: str | None,
+    *,
+    now: float,
+    heartbeat_timeout: float,
+    boot_timeout: float,
+) -> tuple[Verdict, str]:
+    """The rules of the module docstring, as one pure function."""
+    if heartbeat is not None and heartbeat.state == "done":
+        return "done", f"heartbeat done ({heartbeat.rows_done}/{heartbeat.rows_total} rows)"
+    if heartbeat is not None and heartbeat.state == "failed":
+        return "failed", f"worker failed: {heartbeat.message}"
+    if heartbeat is not None and heartbeat.state == "draining":
+        return "draining", f"heartbeat draining ({heartbeat.message or 'stop requested'})"
+    if instance_state is None or instance_state in GONE_STATES:
+        return "lost", f"instance {attempt.instance_id} is {instance_state or 'not listed'}"
+    if heartbeat is not None:
+        age = now - heartbeat.ts
+        if age > heartbeat_timeout:
+            return "lost", f"no heartbeat for {age:.1f} s (timeout {heartbeat_timeout:g} s)"
+        return "running", "heartbeat fresh"
+    waited = now - attempt.launched_wall
+    if waited > boot_timeout:
+        return "lost", f"no heartbeat {waited:.1f} s after launch (boot timeout {boot_timeout:g} s)"
+    return "booting", f"waiting for the first heartbeat ({waited:.1f} s)"
+
+
+class Monitor:
+    def __init__(
+        self,
+        store: ObjectStore,
+        fleet: Fleet,
+        job_id: str,
+        *,
+        heartbeat_timeout: float,
+        boot_timeout: float,
+    ) -> None:
+        self.store = store
+        self.fleet = fleet
+        self.job_id = job_id
+        self.heartbeat_timeout = heartbeat_timeout
+        self.boot_timeout = boot_timeout
+        self._latest: dict[str, Heartbeat] = {}  # attempt id -> its newest heartbeat seen
+
+    def latest_heartbeat(self, attempt_id: str) -> Heartbeat | None:
+        return self._latest.get(attempt_id)
+
+    def forget(self, attempt_id: str) -> None:
+        self._latest.pop(attempt_id, None)
+
+    def observe(self, active: Iterable[ActiveAttempt], *, now: float) -> list[AttemptView]:
+        attempts = list(active)
+        if not attempts:
+            return []
+        instances = self.fleet.job_instances(self.job_id)
+        views = []
+        for attempt in attempts:
+            beat = read_heartbeat(self.store, attempt.segment_id)
+            if beat is not None and beat.attempt == attempt.attempt_id:
+                seen = self._latest.get(attempt.attempt_id)
+                if seen is None or beat.ts >= seen.ts:
+                    self._latest[attempt.attempt_id] = beat
+            heartbeat = self._latest.get(attempt.attempt_id)
+            info = instances.get(attempt.instance_id)
+            state = info["state"] if info else None
+            verdict, reason = judge(
+                attempt,
+                heartbeat,
+                state,
+                now=now,
+                heartbeat_timeout=self.heartbeat_timeout,
+                boot_timeout=self.boot_timeout,
+            )
+            views.append(AttemptView(attempt, verdict, reason, state, heartbeat))
+        return views

@@ -1,0 +1,247 @@
+"""Simulator only: the interruption injector, AWS's part in a spot interruption.
+
+Two models of when spot capacity goes away:
+
+- `RandomInterruptions(probability, interval)`: each spot instance is interrupted with `probability` per
+  `interval` cloud seconds (the brief: 30% per 5 minutes). Each attempt's time to interruption is drawn
+  once, from a generator seeded with the run's seed and the attempt id, so a run's interruption schedule
+  does not depend on how fast the machine is.
+- `TraceReplay(trace, offset)`: an availability trace (`{metadata.gap_seconds, data[]}`) replayed from a
+  start offset (one zone per run): while the trace says unavailable, every spot instance is interrupted and
+  spot launches fail for lack of capacity (the fault proxy asks `spot_available()`).
+
+An interruption: the 2-minute notice is served on the instance's metadata path, then after the grace
+period (cloud seconds, scaled) the instance is terminated in moto and its worker gets SIGTERM, then
+SIGKILL. A hard kill skips the notice (SIGKILL and terminate at once): a crash, not a spot reclaim.
+
+Usage::
+
+    injector = InterruptionInjector(ec2, runtime, imds, clock, RandomInterruptions(0.3, 300), seed=7)
+    with injector:                       # a thread; every interruption lands in injector.records
+        ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import random
+import threading
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+from coordinator.clock import CloudClock
+from coordinator.sim.instance_runtime import InstanceRuntime
+from coordinator.sim.metadata_server import MetadataServer
+from inference.errors import SpotbatchError
+
+NOTICE_SECONDS = 120.0  # AWS gives two minutes between the notice and the reclaim
+TICK_SECONDS = 0.05  # wall: how often the injector looks at the clock
+
+
+class TraceError(SpotbatchError):
+    """An availability trace that does not parse; the message names the file and the field."""
+
+
+class InterruptionModel(Protocol):
+    name: str
+
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RandomInterruptions:
+    probability: float  # per interval
+    interval: float = 300.0  # cloud seconds
+    name: str = "random"
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.probability <= 1.0:
+            raise ValueError(f"interruption probability must be in [0, 1], got {self.probability}")
+        if not self.interval > 0:
+            raise ValueError(f"interruption interval must be positive, got {self.interval}")
+
+    def time_to_interruption(self, rng: random.Random) -> float:
+        """Cloud seconds until the reclaim, from the constant hazard that gives `probability` per interval."""
+        if self.probability == 0.0:
+            return math.inf
+        if self.probability == 1.0:
+            return 0.0
+        return self.interval * math.log(1.0 - rng.random()) / math.log(1.0 - self.probability)
+
+    def describe(self) -> str:
+        return f"random: {self.probability:.0%} per {self.interval:g} cloud s per spot instance"
+
+
+@dataclass(frozen=True, slots=True)
+class AvailabilityTrace:
+    name: str
+    gap_seconds: float
+    available: tuple[bool, ...]
+
+    @classmethod
+    def load(cls, path: Path, *, one_means: str = "available") -> AvailabilityTrace:
+        """`one_means`: "available" (the SkyPilot traces) or "preempted"."""
+        if one_means not in ("available", "preempted"):
+            raise TraceError(f"one_means must be 'available' or 'preempted', got {one_means!r}")
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            gap = float(raw["metadata"]["gap_seconds"])
+            values = raw["data"]
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+            raise TraceError(f"{path}: not a trace {{metadata.gap_seconds, data[]}} ({error})") from None
+        if not gap > 0:
+            raise TraceError(f"{path}: metadata.gap_seconds must be positive, got {gap}")
+        if not values or any(v not in (0, 1) for v in values):
+            bad = next((v for v in values if v not in (0, 1)), None)
+            raise TraceError(f"{path}: data must be a non-empty list of 0/1, found {bad!r}")
+        flip = one_means == "preempted"
+        return cls(path.stem, gap, tuple(bool(v) != flip for v in values))
+
+
+@dataclass(frozen=True, slots=True)
+class TraceReplay:
+    trace: AvailabilityTrace
+    offset: int  # index into the trace where the run starts
+    name: str = "trace"
+
+    @classmethod
+    def at_random_offset(cls, trace: AvailabilityTrace, rng: random.Random) -> TraceReplay:
+        return cls(trace, rng.randrange(len(trace.available)))
+
+    def available_at(self, elapsed: float) -> bool:
+        index = (self.offset + int(max(0.0, elapsed) // self.trace.gap_seconds)) % len(self.trace.available)
+        return self.trace.available[index]
+
+    def describe(self) -> str:
+        return f"trace {self.trace.name} from tick {self.offset} ({self.trace.gap_seconds:g} s per tick)"
+
+
+@dataclass(frozen=True, slots=True)
+class Interruption:
+    instance_id: str
+    segment_id: str
+    attempt_id: str
+    kind: str  # "notice" or "hard-kill"
+    notice_wall: float
+    notice_cloud: float
+    reclaim_cloud: float
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class InterruptionInjector:
+    def __init__(
+        self,
+        ec2: Any,
+        runtime: InstanceRuntime,
+        imds: MetadataServer,
+        clock: CloudClock,
+        model: RandomInterruptions | TraceReplay | None,
+        *,
+        seed: int = 0,
+        notice_seconds: float = NOTICE_SECONDS,
+    ) -> None:
+        self.ec2 = ec2
+        self.runtime = runtime
+        self.imds = imds
+        self.clock = clock
+        self.model = model
+        self.seed = seed
+        self.notice_seconds = notice_seconds
+        self.started_cloud = clock.now()
+        self.records: list[Interruption] = []
+        self._due: dict[str, float] = {}  # instance id -> cloud time of its random interruption
+        self.handled: set[str] = set()
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="injector", daemon=True)
+        self._timers: list[threading.Timer] = []
+
+    def spot_available(self) -> bool:
+        if isinstance(self.model, TraceReplay):
+            return self.model.available_at(self.clock.now() - self.started_cloud)
+        return True
+
+    def start(self) -> InterruptionInjector:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        for timer in self._timers:
+            timer.cancel()
+
+    def __enter__(self) -> InterruptionInjector:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _loop(self) -> None:
+        while not self._closed.wait(TICK_SECONDS):
+            self.tick()
+
+    def tick(self) -> None:
+        now = self.clock.now()
+        for instance_id, instance in self.runtime.running().items():
+            if instance.tags.get("spotbatch:market") != "spot" or instance_id in self.handled:
+                continue
+            if isinstance(self.model, RandomInterruptions):
+                due = self._due.get(instance_id)
+                if due is None:
+                    attempt = instance.tags.get("spotbatch:attempt", instance_id)
+                    rng = random.Random(f"{self.seed}/{attempt}")
+                    due = self._due[instance_id] = self.clock.at(instance.booted_at) + self.model.time_to_interruption(rng)  # fmt: skip
+                if now >= due:
+                    self.interrupt(instance_id)
+            elif isinstance(self.model, TraceReplay) and not self.spot_available():
+                self.interrupt(instance_id)
+
+    def interrupt(self, instance_id: str, *, hard: bool = False) -> Interruption | None:
+        """Serve the notice and schedule the reclaim; or, `hard`, kill and terminate now."""
+        with self._lock:
+            if instance_id in self.handled:
+                return None
+            self.handled.add(instance_id)
+        instance = self.runtime.running().get(instance_id)
+        tags = instance.tags if instance else {}
+        now = self.clock.now()
+        record = Interruption(
+            instance_id, tags.get("spotbatch:segment", ""), tags.get("spotbatch:attempt", ""),
+            "hard-kill" if hard else "notice", time.time(), now,
+            now if hard else now + self.notice_seconds,
+        )  # fmt: skip
+        self.records.append(record)
+        if hard:
+            self.runtime.kill(instance_id, hard=True)
+            self._terminate(instance_id)
+            return record
+        self.imds.issue_notice(instance_id, action_time=_iso(record.reclaim_cloud))
+        timer = threading.Timer(self.clock.wall(self.notice_seconds), self._reclaim, args=(instance_id,))
+        timer.daemon = True
+        self._timers.append(timer)
+        timer.start()
+        return record
+
+    def _reclaim(self, instance_id: str) -> None:
+        self._terminate(instance_id)
+        self.runtime.kill(instance_id, hard=False)
+
+    def _terminate(self, instance_id: str) -> None:
+        with contextlib.suppress(Exception):  # already gone: the coordinator got there first
+            self.ec2.terminate_instances(InstanceIds=[instance_id])
+
+    def save(self, path: Path) -> None:
+        path.write_text("".join(json.dumps(asdict(r)) + "\n" for r in self.records), encoding="utf-8")

@@ -1,0 +1,110 @@
+"""Simulator only: how a simulated instance boots its worker, as a real process.
+
+`exec` runs `python -m inference.worker` (what the image's entrypoint does). `fork` forks the worker from a
+server process that has already imported torch and transformers (multiprocessing's forkserver with this
+module preloaded), like booting from a warm image: the same `inference.worker.main`, the same signals, but
+without paying 3-4 CPU-seconds of imports per boot, which on 2 cores would dominate a simulation that boots
+hundreds of workers. The server never runs a torch op, so no thread pool exists before the fork.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import multiprocessing.context
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Literal, Protocol
+
+# transformers imports a model's module on first use: BERT's alone is 2.3 s, so the server imports it now
+from transformers import BertForSequenceClassification, BertTokenizer  # noqa: F401
+
+import inference.model
+import inference.worker
+
+BootMode = Literal["fork", "exec"]
+
+
+class WorkerHandle(Protocol):
+    pid: int | None
+
+    def exit_code(self) -> int | None: ...
+
+    def signal(self, number: int) -> None: ...
+
+    def wait(self, timeout: float) -> int | None: ...
+
+
+def _run_worker_child(env: dict[str, str], log_path: str) -> None:
+    os.setsid()  # its own session, like a process on another machine: signals reach it alone
+    os.environ.update(env)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's; the runtime stops workers
+    sys.exit(inference.worker.main([]))
+
+
+class ForkedWorker:
+    def __init__(self, context: multiprocessing.context.ForkServerContext, env: dict[str, str], log_path: Path) -> None:  # fmt: skip
+        self._process = context.Process(target=_run_worker_child, args=(env, str(log_path)), daemon=False)
+        self._process.start()
+        self.pid = self._process.pid
+
+    def exit_code(self) -> int | None:
+        return self._process.exitcode
+
+    def signal(self, number: int) -> None:
+        if self._process.exitcode is None and self.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, number)
+
+    def wait(self, timeout: float) -> int | None:
+        self._process.join(timeout)
+        return self._process.exitcode
+
+
+class ExecWorker:
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        with open(log_path, "ab") as log:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "inference.worker"], env={**os.environ, **env}, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        self.pid: int | None = self._process.pid
+
+    def exit_code(self) -> int | None:
+        return self._process.poll()
+
+    def signal(self, number: int) -> None:
+        if self._process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.send_signal(number)
+
+    def wait(self, timeout: float) -> int | None:
+        try:
+            return self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+class WorkerLauncher:
+    """Starts workers in the chosen boot mode; `close()` stops the fork server."""
+
+    def __init__(self, mode: BootMode = "fork") -> None:
+        if mode not in ("fork", "exec"):
+            raise ValueError(f"boot mode must be fork or exec, got {mode!r}")
+        self.mode = mode
+        self._context: multiprocessing.context.ForkServerContext | None = None
+        if mode == "fork":
+            self._context = multiprocessing.get_context("forkserver")
+            self._context.set_forkserver_preload([__name__])
+
+    def start(self, env: dict[str, str], log_path: Path) -> WorkerHandle:
+        if self._context is not None:
+            return ForkedWorker(self._context, env, log_path)
+        return ExecWorker(env, log_path)

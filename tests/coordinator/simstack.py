@@ -1,0 +1,53 @@
+"""A small stand-in for the emulator stack, made with boto3 against a moto server (no Terraform).
+
+Terraform's own path is tested in tests/terraform and by the `spotbatch simulate --quick` test; the
+coordinator tests only need what the stack outputs: a bucket, a spot and an on-demand launch template, a
+subnet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+
+from coordinator.emulator import FAKE_CREDENTIALS
+from coordinator.infra import Infrastructure
+
+BUCKET = "spotbatch-test"
+
+
+def make_stack(endpoint: str) -> Infrastructure:
+    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", **FAKE_CREDENTIALS}  # fmt: skip
+    session = boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=env["AWS_SESSION_TOKEN"], region_name="us-east-1",
+    )  # fmt: skip
+    ec2: Any = session.client("ec2", endpoint_url=endpoint)
+    s3: Any = session.client("s3", endpoint_url=endpoint)
+    s3.create_bucket(Bucket=BUCKET)
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    templates = {}
+    for market in ("spot", "on-demand"):
+        data: dict[str, Any] = {"ImageId": image, "InstanceType": "p3.2xlarge"}
+        if market == "spot":
+            data["InstanceMarketOptions"] = {
+                "MarketType": "spot",
+                "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"},
+            }
+        templates[market] = ec2.create_launch_template(LaunchTemplateName=f"spotbatch-{market}", LaunchTemplateData=data)["LaunchTemplate"]["LaunchTemplateId"]  # fmt: skip
+    subnet = ec2.describe_subnets()["Subnets"][0]["SubnetId"]
+    outputs = {"bucket": BUCKET, "launch_template_ids": templates, "subnet_id": subnet, "region": "us-east-1"}
+    return Infrastructure(endpoint, outputs, env)
+
+
+def job_instances(endpoint: str, job_id: str) -> list[dict[str, Any]]:
+    """Every instance moto lists for the job (any state), with its tags as a dict."""
+    ec2: Any = boto3.client("ec2", endpoint_url=endpoint, region_name="us-east-1")
+    found = []
+    for page in ec2.get_paginator("describe_instances").paginate(Filters=[{"Name": "tag:spotbatch:job", "Values": [job_id]}]):  # fmt: skip
+        for reservation in page["Reservations"]:
+            for instance in reservation["Instances"]:
+                tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
+                found.append({"id": instance["InstanceId"], "state": instance["State"]["Name"], "tags": tags})
+    return found

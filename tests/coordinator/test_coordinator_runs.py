@@ -1,0 +1,195 @@
+"""The coordinator end to end with real worker processes on a moto server: interruptions, faults, restarts.
+
+Each test runs the `simulate` matrix code (or the `spotbatch run` CLI) on a small stack made with boto3, then
+checks the outputs (every input id exactly once, equal to an uninterrupted run), the event log, the ledger
+and that no instance of the job is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from coordinator.emulator import MotoServer
+from coordinator.infra import Infrastructure
+from coordinator.sim.fault_proxy import FaultRule
+from coordinator.simulate import SimulationSettings, run_matrix
+from tests.coordinator.simstack import job_instances, make_stack
+
+ROWS = 1_500
+
+
+@pytest.fixture
+def stack(aws_credentials: None, tmp_path: Path) -> Iterator[Infrastructure]:
+    """A moto server in its own process (workers hit it hard) with the stack's resources."""
+    with MotoServer(log_path=tmp_path / "moto.log") as server:
+        yield make_stack(server.endpoint)
+
+
+def settings(tmp_path: Path, model: Path, dataset: Path, **overrides: Any) -> SimulationSettings:
+    base: dict[str, Any] = dict(
+        out_dir=tmp_path / "runs" / "t", model=model, dataset=dataset, rows=ROWS, segments=4,
+        interruption_probability=0.0, batch_size=16, checkpoint_every=4, mlflow=False, spot_share=0.75,
+    )  # fmt: skip
+    base.update(overrides)
+    return SimulationSettings(**base)
+
+
+def predictions(run_dir: Path) -> dict[int, tuple[str, float]]:
+    table = pq.read_table(run_dir / "predictions.parquet").to_pylist()
+    ids = Counter(row["id"] for row in table)
+    assert max(ids.values()) == 1, "an id appears twice in the result"
+    return {row["id"]: (row["prediction"], row["score"]) for row in table}
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def alive(endpoint: str, job_id: str) -> list[str]:
+    return [
+        i["id"] for i in job_instances(endpoint, job_id) if i["state"] not in ("terminated", "shutting-down")
+    ]
+
+
+def test_hybrid_with_forced_interruptions_equals_an_uninterrupted_run(
+    stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
+) -> None:
+    config = settings(
+        tmp_path, busy_model_dir, sentences_parquet, runs={"on-demand": 1, "hybrid": 1},
+        forced_interruptions={"hybrid-01": [20.0, 40.0]},
+    )  # fmt: skip
+    on_demand, hybrid = run_matrix(config, stack)
+    input_ids = pq.read_table(sentences_parquet).column("id").to_pylist()
+    for run in (on_demand, hybrid):
+        assert run.result.outcome.succeeded, run.result.outcome.failures
+        assert sorted(predictions(run.result.run_dir)) == sorted(input_ids)
+        assert alive(str(stack.endpoint), f"t-{run.name}") == []
+    # resumed segments give the same predictions as the run that was never interrupted
+    assert predictions(hybrid.result.run_dir) == predictions(on_demand.result.run_dir)
+    assert hybrid.interruptions == 2
+    interrupted = {e["segment_id"] for e in events(hybrid.result.run_dir) if e["to_state"] == "INTERRUPTED"}
+    assert len(interrupted) == 2
+    ledger = [json.loads(line) for line in (hybrid.result.run_dir / "ledger.jsonl").read_text().splitlines()]
+    attempts = [a for a in ledger if a["kind"] == "attempt"]
+    for segment in interrupted:  # hybrid: the interrupted spot segment continued on on-demand
+        markets = [a["market"] for a in attempts if a["segment_id"] == segment]
+        assert markets == ["spot", "on-demand"], (segment, markets)
+    notices = [
+        json.loads(line) for line in (hybrid.result.run_dir / "interruptions.jsonl").read_text().splitlines()
+    ]
+    assert {n["kind"] for n in notices} == {"notice"}
+    summary = ledger[-1]
+    assert summary["kind"] == "job" and summary["interruptions"] == 2
+    # a drained attempt loses nothing: its rows are checkpointed before it stops
+    assert sum(a["rows_wasted"] for a in attempts if a["end_reason"] == "interrupted") == 0
+
+
+def test_throttling_500s_and_spot_capacity_are_handled_per_policy(
+    stack: Infrastructure, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
+) -> None:
+    spot_template = stack.outputs["launch_template_ids"]["spot"]
+    faults = (
+        FaultRule("RunInstances", "RequestLimitExceeded", times=2),
+        FaultRule("RunInstances", "InternalError", times=2),
+        FaultRule("RunInstances", "InsufficientInstanceCapacity", times=1, template_id=spot_template),
+    )
+    (run,) = run_matrix(
+        settings(tmp_path, tiny_model_dir, sentences_parquet, runs={"hybrid": 1}, faults=faults), stack
+    )
+    outcome = run.result.outcome
+    assert outcome.succeeded, outcome.failures
+    assert outcome.api_retries == 4  # two throttled and two 500 calls, each retried by the fleet
+    record = json.loads((run.result.run_dir / "run.json").read_text())
+    assert record["faults_injected"] == [
+        "RunInstances: RequestLimitExceeded", "RunInstances: RequestLimitExceeded",
+        "RunInstances: InternalError", "RunInstances: InternalError", "RunInstances: InsufficientInstanceCapacity",
+    ]  # fmt: skip
+    log = events(run.result.run_dir)
+    failed = [e for e in log if e["to_state"] == "FAILED_LAUNCH"]
+    assert len(failed) == 1 and "InsufficientInstanceCapacity" in failed[0]["reason"]
+    after = [
+        e for e in log if e["segment_id"] == failed[0]["segment_id"] and e["from_state"] == "FAILED_LAUNCH"
+    ]
+    assert after[0]["to_state"] == "LAUNCHING" and "on-demand" in after[0]["reason"]
+    assert len(predictions(run.result.run_dir)) == ROWS
+    assert alive(str(stack.endpoint), f"t-{run.name}") == []
+
+
+def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
+    stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
+) -> None:
+    """The cloud (moto, instance runtime, metadata server) lives in this process; the coordinator is
+    `python -m coordinator run`, killed with SIGKILL mid-run and started again with the same job id."""
+    from coordinator.sim.instance_runtime import InstanceRuntime, WorkerSettings
+    from coordinator.sim.metadata_server import MetadataServer
+    from coordinator.simulate import DATASET_KEY, session, upload_dataset
+
+    endpoint = str(stack.endpoint)
+    aws = session(stack.env)
+    ec2 = aws.client("ec2", endpoint_url=endpoint)
+    upload_dataset(aws.client("s3", endpoint_url=endpoint), "spotbatch-test", sentences_parquet, ROWS)
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps({k: {"value": v} for k, v in stack.outputs.items()}))
+    run_dir, job = tmp_path / "run", "kill-9"
+    command = [
+        sys.executable, "-m", "coordinator", "run", "--outputs", str(outputs), "--endpoint", endpoint,
+        "--job-id", job, "--run-dir", str(run_dir), "--input-key", DATASET_KEY, "--rows", str(ROWS),
+        "--segments", "4", "--policy", "spot-only", "--time-scale", "30", "--cycle-seconds", "0.3",
+        "--heartbeat-timeout", "8", "--boot-timeout", "60", "--spend-log", str(tmp_path / "spend.jsonl"),
+        "--ceiling", "1000",
+    ]  # fmt: skip
+    env = {**os.environ, **stack.env}
+    worker_settings = WorkerSettings(
+        bucket="spotbatch-test", model=str(busy_model_dir), aws_env=stack.env, batch_size=16, checkpoint_every=4,
+    )  # fmt: skip
+    with (
+        MetadataServer() as imds,
+        InstanceRuntime(ec2, worker_settings, imds=imds, log_dir=tmp_path / "workers", job_id=job) as runtime,
+    ):
+        with open(tmp_path / "first.log", "wb") as first_log:
+            first = subprocess.Popen(command, env=env, stdout=first_log, stderr=first_log)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not _running_segments(run_dir / "state.db"):
+            time.sleep(0.2)
+        assert _running_segments(run_dir / "state.db"), "no segment reached RUNNING"
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        launched_before = len(job_instances(endpoint, job))
+        assert launched_before >= 1
+        second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert "adopted" in (run_dir / "coordinator.log").read_text()
+        assert runtime.errors == []
+    instances = job_instances(endpoint, job)
+    per_attempt = Counter(i["tags"]["spotbatch:attempt"] for i in instances)
+    assert max(per_attempt.values()) == 1, per_attempt  # no attempt launched twice
+    state = sqlite3.connect(run_dir / "state.db")
+    launched = {
+        row[0] for row in state.execute("SELECT instance_id FROM attempts WHERE instance_id IS NOT NULL")
+    }
+    assert launched == {i["id"] for i in instances}  # every instance EC2 knows is one the state knows
+    assert sorted(predictions(run_dir)) == sorted(pq.read_table(sentences_parquet).column("id").to_pylist())
+    assert alive(endpoint, job) == []
+
+
+def _running_segments(path: Path) -> int:
+    if not path.is_file():
+        return 0
+    try:
+        with sqlite3.connect(path, timeout=1) as db:
+            return int(db.execute("SELECT COUNT(*) FROM segments WHERE state = 'RUNNING'").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
