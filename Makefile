@@ -8,7 +8,7 @@ SPOTBATCH := $(BIN)/spotbatch
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS := 1
 
-.PHONY: setup data model simulate test check lint typecheck tf-fmt checkov bench infra apply-real destroy-real image clean
+.PHONY: setup data model simulate report report-check test check lint typecheck tf-fmt checkov bench infra apply-real destroy-real image clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,14 @@ model: data  ## fine-tune the offline MiniLM sentiment classifier (3 of 6 layers
 
 simulate: model  ## the main job: moto + stack, 3 on-demand, 10 spot-only, 10 hybrid runs (about 20 min); QUICK=1: a few minutes
 	$(SPOTBATCH) simulate $(if $(QUICK),--quick)
+
+report: setup  ## comparison_report.md + charts + HTML under reports/out, from the newest runs/simulate-* folder
+	$(SPOTBATCH) report
+
+report-check: report  ## open the HTML report in headless Chromium (Debian chromium, installed if missing) and screenshot it
+	@command -v chromium >/dev/null || (echo "apt-get install -y chromium" && apt-get install -y --no-install-recommends chromium)
+	chromium --headless --no-sandbox --disable-gpu --window-size=1200,2400 --screenshot=reports/out/screenshot.png "file://$(CURDIR)/reports/out/comparison_report.html"
+	@test -s reports/out/screenshot.png && echo "screenshot: reports/out/screenshot.png"
 
 test: setup  ## every test, slow end-to-end ones included
 	$(BIN)/pytest
@@ -64,6 +72,8 @@ image: model  ## the worker image (needs a Docker engine)
 
 bench: model  ## benchmarks: each prints a ratio against a baseline measured in the same run
 	$(BIN)/python -m bench.worker_throughput
+	$(BIN)/python -m bench.recovery
+	$(BIN)/python -m bench.scale
 
 clean:
 	rm -rf build runs reports/out .mypy_cache .ruff_cache .pytest_cache

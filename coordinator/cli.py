@@ -8,6 +8,7 @@ pre-flight 4. Exit codes are mapped only here.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from coordinator.commands import run as run_command
 from coordinator.commands import simulate as simulate_commands
 from coordinator.preflight import PreflightFailed
 from inference.errors import SpotbatchError
+from reports import __main__ as report_cli
 
 if TYPE_CHECKING:
     from coordinator.budget import BudgetGuard
@@ -262,6 +264,11 @@ def _infra_apply_real(args: argparse.Namespace) -> int:
     outputs = real.apply_saved_plan()
     for name, value in outputs.items():
         print(f"  {name} = {value}")
+    saved = runs_dir() / "infra" / "aws" / "outputs.json"
+    saved.write_text(json.dumps(outputs, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(
+        f"outputs saved to {saved}; run a job with: spotbatch run --outputs {saved} --job-id ... --input-key ..."
+    )
     return 0
 
 
@@ -403,6 +410,11 @@ def build_parser() -> argparse.ArgumentParser:
         real.set_defaults(handler=handler)
     simulate_commands.add_parsers(commands)
     run_command.add_parser(commands)
+    report = commands.add_parser(
+        "report", help="the comparison report (markdown + charts + HTML) from a runs folder"
+    )
+    report_cli.add_arguments(report)
+    report.set_defaults(handler=report_cli.run)
     return parser
 
 

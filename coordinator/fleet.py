@@ -22,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+from botocore.parsers import ResponseParserError
 
 from inference.errors import SpotbatchError
 
@@ -120,10 +121,21 @@ class Fleet:
                     raise LaunchError(
                         f"{operation} failed after {attempt + 1} call(s): {code}: {error}", history
                     ) from None
-                self.api_retries += 1
-                delay = self.base_delay * 2**attempt
-                self.sleep(delay + random.uniform(0, delay / 2))
+                self._back_off(attempt)
+            except (ResponseParserError, ConnectionError, HTTPClientError) as error:
+                # a 5xx without AWS's error document (a proxy's or emulator's HTML page), a reset connection
+                history.append(f"{operation}: {type(error).__name__}")
+                if attempt == self.max_retries:
+                    raise LaunchError(
+                        f"{operation} failed after {attempt + 1} call(s): {error}", history
+                    ) from None
+                self._back_off(attempt)
         raise AssertionError("unreachable")
+
+    def _back_off(self, attempt: int) -> None:
+        self.api_retries += 1
+        delay = self.base_delay * 2**attempt
+        self.sleep(delay + random.uniform(0, delay / 2))
 
     def launch(self, request: LaunchRequest) -> str:
         """Launch one worker for the request, or adopt the instance this attempt already has; returns its id."""
@@ -166,11 +178,14 @@ class Fleet:
 
     def job_instances(self, job_id: str) -> dict[str, dict[str, str]]:
         """Instance id -> {state, segment, attempt, market} for every instance of the job EC2 still lists."""
-        pages = self.ec2.get_paginator("describe_instances").paginate(
-            Filters=[{"Name": "tag:spotbatch:job", "Values": [job_id]}]
-        )
         found = {}
-        for page in pages:
+        token: str | None = None
+        while True:  # pages by hand, so that every page goes through the retries of `_call`
+            extra = {"NextToken": token} if token else {}
+            page = self._call(
+                "describe_instances", Filters=[{"Name": "tag:spotbatch:job", "Values": [job_id]}], **extra
+            )
+            token = page.get("NextToken")
             for reservation in page["Reservations"]:
                 for instance in reservation["Instances"]:
                     tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
@@ -180,7 +195,8 @@ class Fleet:
                         "attempt": tags.get("spotbatch:attempt", ""),
                         "market": tags.get("spotbatch:market", ""),
                     }
-        return found
+            if not token:
+                return found
 
     def alive(self, job_id: str) -> list[str]:
         return sorted(i for i, info in self.job_instances(job_id).items() if info["state"] not in GONE_STATES)

@@ -90,6 +90,8 @@ class SimulationSettings:
     faults: tuple[FaultRule, ...] = ()  # extra proxy rules (tests): throttling, 500s, capacity
     forced_interruptions: dict[str, list[float]] = field(default_factory=dict)
     # run name -> cloud seconds after the start at which to interrupt one running spot instance (tests)
+    forced_hard: bool = False  # forced interruptions are hard kills (SIGKILL + terminate), not notices
+    cycle_seconds: float = CYCLE_SECONDS  # the coordinator's look interval (wall)
 
     def policy_options(self, config: str) -> dict[str, float]:
         if config == "spot-only":
@@ -240,7 +242,7 @@ def _one_run(
     spec = JobSpec(
         job_id=job_id, input_key=DATASET_KEY, rows=settings.rows, segments=settings.segments, policy=config,
         policy_options=settings.policy_options(config), planned_rows_per_s=settings.planned_rows_per_s / settings.time_scale,
-        cycle_seconds=CYCLE_SECONDS, heartbeat_timeout=HEARTBEAT_TIMEOUT, boot_timeout=BOOT_TIMEOUT,
+        cycle_seconds=settings.cycle_seconds, heartbeat_timeout=HEARTBEAT_TIMEOUT, boot_timeout=BOOT_TIMEOUT,
     )  # fmt: skip
     worker_settings = WorkerSettings(
         bucket=str(infra.outputs["bucket"]), model=str(settings.model.resolve()), aws_env=dict(infra.env),
@@ -265,7 +267,9 @@ def _one_run(
         if isinstance(model, TraceReplay):
             proxy.add(FaultRule("RunInstances", "InsufficientInstanceCapacity", template_id=templates["spot"],
                                 active=lambda: not injector.spot_available()))  # fmt: skip
-        forced = _forced_interrupter(injector, runtime, clock, settings.forced_interruptions.get(name, []))
+        forced = _forced_interrupter(
+            injector, runtime, clock, settings.forced_interruptions.get(name, []), hard=settings.forced_hard
+        )
         cloud = CloudTarget(ec2=ec2_client(infra.env, proxy.endpoint), s3=s3, bucket=worker_settings.bucket, templates=templates, subnet_id=infra.outputs.get("subnet_id"))  # fmt: skip
         try:
             result = run_job(
@@ -296,7 +300,12 @@ def _one_run(
 
 
 def _forced_interrupter(
-    injector: InterruptionInjector, runtime: InstanceRuntime, clock: CloudClock, at: list[float]
+    injector: InterruptionInjector,
+    runtime: InstanceRuntime,
+    clock: CloudClock,
+    at: list[float],
+    *,
+    hard: bool,
 ) -> Callable[[list[SegmentStatus]], None]:
     """For tests: at each listed cloud second after the start, interrupt one running spot instance."""
     pending = sorted(at)
@@ -312,7 +321,7 @@ def _forced_interrupter(
             if not spot:
                 return  # no spot worker busy yet: try again next cycle
             pending.pop(0)
-            injector.interrupt(spot[0])
+            injector.interrupt(spot[0], hard=hard)
 
     return check
 

@@ -161,10 +161,14 @@ class CoordinatorState:
         return [SegmentRow(*row) for row in rows]
 
     def segment(self, job_id: str, segment_id: str) -> SegmentRow:
-        for row in self.segments(job_id):
-            if row.segment_id == segment_id:
-                return row
-        raise SpotbatchError(f"job {job_id!r} has no segment {segment_id!r}")
+        row = self._db.execute(
+            "SELECT job_id, segment_id, start, stop, state, market, attempts FROM segments "
+            "WHERE job_id = ? AND segment_id = ?",
+            (job_id, segment_id),
+        ).fetchone()
+        if row is None:
+            raise SpotbatchError(f"job {job_id!r} has no segment {segment_id!r}")
+        return SegmentRow(*row)
 
     def _transition(
         self, job_id: str, segment_id: str, target: str, reason: str, market: str | None = None

@@ -43,6 +43,7 @@ class FaultRule:
     times: int | None = None  # answer this many matching calls, then stand aside; None: while active
     template_id: str | None = None  # only calls that launch from this launch template
     active: Callable[[], bool] = field(default=lambda: True)
+    html: bool = False  # answer 500 with an HTML page instead of AWS's XML (what a crashed emulator sends)
     hits: int = 0
 
     def matches(self, params: dict[str, list[str]]) -> bool:
@@ -53,6 +54,9 @@ class FaultRule:
         if self.times is not None and self.hits >= self.times:
             return False
         return self.active()
+
+
+HTML_500 = b"<!doctype html>\n<title>500 Internal Server Error</title>\n<h1>Internal Server Error</h1>\n"
 
 
 def error_body(code: str) -> bytes:
@@ -84,14 +88,14 @@ class FaultProxy:
             self.rules.append(rule)
         return rule
 
-    def _fault_for(self, body: bytes) -> str | None:
+    def _fault_for(self, body: bytes) -> FaultRule | None:
         params = parse_qs(body.decode("utf-8", "replace"))
         with self._lock:
             for rule in self.rules:
                 if rule.matches(params):
                     rule.hits += 1
                     self.injected.append(f"{rule.action}: {rule.code}")
-                    return rule.code
+                    return rule
         return None
 
     def start(self) -> FaultProxy:
@@ -121,9 +125,13 @@ class FaultProxy:
 
             def _forward(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                code = proxy._fault_for(body) if self.command == "POST" else None
-                if code is not None:
-                    return self._send(STATUS.get(code, 400), error_body(code), [("Content-Type", "text/xml")])
+                rule = proxy._fault_for(body) if self.command == "POST" else None
+                if rule is not None and rule.html:
+                    return self._send(500, HTML_500, [("Content-Type", "text/html")])
+                if rule is not None:
+                    return self._send(
+                        STATUS.get(rule.code, 400), error_body(rule.code), [("Content-Type", "text/xml")]
+                    )
                 upstream = http.client.HTTPConnection(proxy.upstream_host, proxy.upstream_port, timeout=60)
                 try:
                     headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}

@@ -25,8 +25,8 @@ import pytest
 from coordinator.emulator import MotoServer
 from coordinator.infra import Infrastructure
 from coordinator.sim.fault_proxy import FaultRule
+from coordinator.sim.quick_stack import job_instances, make_stack
 from coordinator.simulate import SimulationSettings, run_matrix
-from tests.coordinator.simstack import job_instances, make_stack
 
 ROWS = 1_500
 
@@ -193,3 +193,60 @@ def _running_segments(path: Path) -> int:
             return int(db.execute("SELECT COUNT(*) FROM segments WHERE state = 'RUNNING'").fetchone()[0])
     except sqlite3.OperationalError:
         return 0
+
+
+def test_budget_refusal_fails_the_segments_and_launches_nothing(
+    stack: Infrastructure, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
+) -> None:
+    (run,) = run_matrix(
+        settings(tmp_path, tiny_model_dir, sentences_parquet, runs={"on-demand": 1}, budget_usd=0.01), stack
+    )
+    outcome = run.result.outcome
+    assert not outcome.succeeded and outcome.segments_done == 0
+    assert set(outcome.failures) == {"seg-0000", "seg-0001", "seg-0002", "seg-0003"}
+    assert all("budget guard refused" in why for why in outcome.failures.values())
+    assert job_instances(str(stack.endpoint), "t-on-demand-01") == []  # nothing was launched
+    assert run.result.merge is None and not (run.result.run_dir / "predictions.csv").exists()
+    spend_log = tmp_path / "runs" / "t" / "spend_log.jsonl"
+    assert not spend_log.exists() or spend_log.read_text() == ""  # a refused estimate reserves nothing
+
+
+def test_run_cli_names_a_bad_outputs_file(tmp_path: Path) -> None:
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps({"bucket": {"value": "b"}}))
+    result = subprocess.run(
+        [sys.executable, "-m", "coordinator", "run", "--outputs", str(outputs), "--job-id", "j",
+         "--input-key", "k", "--rows", "10", "--endpoint", "http://127.0.0.1:1"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert f"{outputs}: no 'launch_template_ids' output" in result.stderr
+
+
+def test_trace_replay_interrupts_spot_and_refuses_spot_launches_while_unavailable(
+    stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
+) -> None:
+    trace = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "flaky-zone.json"
+    (run,) = run_matrix(
+        settings(
+            tmp_path, busy_model_dir, sentences_parquet, runs={"hybrid": 1}, trace=trace, spot_share=1.0
+        ),
+        stack,
+    )
+    outcome = run.result.outcome
+    assert outcome.succeeded, outcome.failures
+    record = json.loads((run.result.run_dir / "run.json").read_text())
+    assert record["interruption_model"].startswith("trace flaky-zone from tick")
+    log = events(run.result.run_dir)
+    # every segment started on spot; the zone lost its spot capacity within two cloud minutes, so each one
+    # was either interrupted (notice) or refused at launch (capacity), and finished on on-demand
+    for segment in ("seg-0000", "seg-0001", "seg-0002", "seg-0003"):
+        mine = [e for e in log if e["segment_id"] == segment]
+        assert any(e["to_state"] in ("INTERRUPTED", "FAILED_LAUNCH") for e in mine), mine
+        assert "on-demand" in [e for e in mine if e["to_state"] == "LAUNCHING"][-1]["reason"]
+    capacity = [f for f in record["faults_injected"] if f.endswith("InsufficientInstanceCapacity")]
+    assert len(capacity) + run.interruptions >= 4
+    assert sorted(predictions(run.result.run_dir)) == sorted(
+        pq.read_table(sentences_parquet).column("id").to_pylist()
+    )
+    assert alive(str(stack.endpoint), "t-hybrid-01") == []

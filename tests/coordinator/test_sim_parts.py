@@ -98,8 +98,11 @@ def test_fault_proxy_answers_with_aws_errors_that_the_fleet_sorts(moto_endpoint:
 
         proxy.add(FaultRule("RunInstances", "RequestLimitExceeded", times=1))
         proxy.add(FaultRule("RunInstances", "InternalError", times=1))
+        proxy.add(
+            FaultRule("RunInstances", "HTML page", times=1, html=True)
+        )  # moto's own 500s look like this
         assert fleet.launch(LaunchRequest(attempt_id="j/seg-0000/1", **request)).startswith("i-")  # type: ignore[arg-type]
-        assert fleet.api_retries == 2
+        assert fleet.api_retries == 3
         proxy.add(FaultRule("RunInstances", "InsufficientInstanceCapacity", times=1, template_id=template))
         with pytest.raises(CapacityError, match="InsufficientInstanceCapacity"):
             fleet.launch(LaunchRequest(attempt_id="j/seg-0000/2", **request))  # type: ignore[arg-type]
@@ -108,7 +111,7 @@ def test_fault_proxy_answers_with_aws_errors_that_the_fleet_sorts(moto_endpoint:
             fleet.launch(LaunchRequest(attempt_id="j/seg-0000/3", **request))  # type: ignore[arg-type]
         assert not isinstance(error.value, CapacityError) and len(error.value.history) == 1
         assert proxy.injected == [
-            "RunInstances: RequestLimitExceeded", "RunInstances: InternalError",
+            "RunInstances: RequestLimitExceeded", "RunInstances: InternalError", "RunInstances: HTML page",
             "RunInstances: InsufficientInstanceCapacity", "RunInstances: UnauthorizedOperation",
         ]  # fmt: skip
 

@@ -49,6 +49,10 @@ module "network" {
   source = "../../modules/network"
   name   = var.name
   region = var.region
+  # moto never frees a terminated instance's private IP, and `make simulate` launches about 400 instances:
+  # a /24 runs out of addresses (HTTP 500 from RunInstances) halfway through the matrix
+  vpc_cidr    = "10.42.0.0/16"
+  subnet_cidr = "10.42.0.0/20"
 }
 
 module "storage" {

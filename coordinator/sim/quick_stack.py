@@ -1,8 +1,9 @@
-"""A small stand-in for the emulator stack, made with boto3 against a moto server (no Terraform).
+"""Simulator only: the emulator stack's outputs made with boto3 in a second, for tests and benchmarks.
 
-Terraform's own path is tested in tests/terraform and by the `spotbatch simulate --quick` test; the
-coordinator tests only need what the stack outputs: a bucket, a spot and an on-demand launch template, a
-subnet.
+`make simulate` applies the real Terraform stack (about a minute against moto, most of it the provider
+waiting on the bucket's lifecycle rules). Tests of the coordinator and the benchmarks only need what that
+stack outputs: a bucket, a spot and an on-demand launch template, a subnet. Terraform's own path is tested
+in tests/terraform and by the `spotbatch simulate --quick` test.
 """
 
 from __future__ import annotations

@@ -1,0 +1,147 @@
+"""The report's charts (matplotlib, Agg backend): titled, labelled with units, the same bytes for the same runs.
+
+cost_per_run.png     cost of every run by configuration (box + the runs as points)
+wall_time.png        time from the first launch to the last instance's end, by configuration
+hybrid_timeline.png  one hybrid run: each attempt as a bar (spot / on-demand), interruptions marked
+cumulative_cost.png  spend over time, every run, coloured by configuration
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from reports.runs import Run, RunsFolder
+
+COLOURS = {"on-demand": "#4c72b0", "spot-only": "#dd8452", "hybrid": "#55a868", "spot": "#dd8452"}
+DPI = 110
+INTERRUPTED = ("interrupted", "lost")
+
+
+def _save(figure: Figure, path: Path) -> Path:
+    figure.tight_layout()
+    figure.savefig(path, dpi=DPI, metadata={"Software": None})  # no version stamp: same runs, same bytes
+    plt.close(figure)
+    return path
+
+
+def _by_config(folder: RunsFolder) -> list[tuple[str, list[Run]]]:
+    return [(c, folder.of(c)) for c in ("on-demand", "spot-only", "hybrid") if folder.of(c)]
+
+
+def cost_per_run(folder: RunsFolder, path: Path) -> Path:
+    groups = _by_config(folder)
+    figure, axes = plt.subplots(figsize=(7, 4.2))
+    data = [[r.cost_usd for r in runs] for _, runs in groups]
+    axes.boxplot(data, tick_labels=[c for c, _ in groups], widths=0.5, showfliers=False)
+    for i, (config, runs) in enumerate(groups, start=1):
+        xs = [i + (j - (len(runs) - 1) / 2) * 0.03 for j in range(len(runs))]
+        axes.scatter(xs, [r.cost_usd for r in runs], color=COLOURS[config], zorder=3, s=22)
+    axes.set_title("Cost per run by configuration")
+    axes.set_ylabel("cost per run (USD, simulated)")
+    axes.set_ylim(bottom=0)
+    axes.grid(axis="y", alpha=0.3)
+    return _save(figure, path)
+
+
+def wall_time(folder: RunsFolder, path: Path) -> Path:
+    groups = _by_config(folder)
+    figure, axes = plt.subplots(figsize=(7, 4.2))
+    data = [[r.cloud_seconds / 60 for r in runs] for _, runs in groups]
+    axes.boxplot(data, tick_labels=[c for c, _ in groups], widths=0.5, showfliers=False)
+    for i, (config, runs) in enumerate(groups, start=1):
+        xs = [i + (j - (len(runs) - 1) / 2) * 0.03 for j in range(len(runs))]
+        axes.scatter(xs, [r.cloud_seconds / 60 for r in runs], color=COLOURS[config], zorder=3, s=22)
+    axes.set_title("Job time by configuration (first launch to last instance gone)")
+    axes.set_ylabel("cloud minutes")
+    axes.set_ylim(bottom=0)
+    axes.grid(axis="y", alpha=0.3)
+    return _save(figure, path)
+
+
+def pick_timeline_run(folder: RunsFolder) -> Run | None:
+    """The hybrid run with the most interruptions (ties: the first by name): the most to look at."""
+    hybrids = folder.of("hybrid")
+    return max(hybrids, key=lambda r: (r.summary.interruptions, -hybrids.index(r))) if hybrids else None
+
+
+def hybrid_timeline(run: Run, path: Path) -> Path:
+    start = min(a.launched_at for a in run.attempts)
+    segments = sorted({a.segment_id for a in run.attempts}, reverse=True)
+    figure, axes = plt.subplots(figsize=(9, 0.45 * len(segments) + 2.0))
+    for attempt in run.attempts:
+        y = segments.index(attempt.segment_id)
+        left, width = (attempt.launched_at - start) / 60, (attempt.ended_at - attempt.launched_at) / 60
+        axes.barh(
+            y,
+            width,
+            left=left,
+            height=0.6,
+            color=COLOURS["spot" if attempt.market == "spot" else "on-demand"],
+        )
+        if attempt.end_reason in INTERRUPTED:
+            axes.plot(left + width, y, marker="x", color="#c44e52", markersize=9, mew=2.2, zorder=3)
+    axes.set_yticks(range(len(segments)), segments)
+    axes.set_xlabel("cloud minutes since the first launch")
+    axes.set_title(f"Timeline of {run.name}: spot attempts fall back to on-demand after an interruption")
+    axes.legend(
+        handles=[
+            Patch(color=COLOURS["spot"], label="spot attempt"),
+            Patch(color=COLOURS["on-demand"], label="on-demand attempt"),
+            Line2D([], [], marker="x", color="#c44e52", linestyle="none", mew=2.2, label="interrupted (notice or lost)"),
+        ],
+        loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, fontsize=8, frameon=False,
+    )  # fmt: skip
+    axes.grid(axis="x", alpha=0.3)
+    return _save(figure, path)
+
+
+def spend_curve(run: Run, points: int = 120) -> tuple[list[float], list[float]]:
+    """Dollars spent by each moment (cloud minutes since the run's first launch), accrued per second of each
+    attempt; the last point is the billed total (billing minimums included)."""
+    start = min(a.launched_at for a in run.attempts)
+    end = max(a.ended_at for a in run.attempts)
+    times = [start + (end - start) * i / (points - 1) for i in range(points)]
+    spent = [
+        sum(a.rate_usd_per_hour * max(0.0, min(t, a.ended_at) - a.launched_at) / 3600 for a in run.attempts)
+        for t in times
+    ]
+    spent[-1] = run.cost_usd
+    return [(t - start) / 60 for t in times], spent
+
+
+def cumulative_cost(folder: RunsFolder, path: Path) -> Path:
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    for config, runs in _by_config(folder):
+        for i, run in enumerate(runs):
+            xs, ys = spend_curve(run)
+            axes.plot(
+                xs, ys, color=COLOURS[config], alpha=0.75, linewidth=1.3, label=config if i == 0 else None
+            )
+    axes.set_title("Cumulative cost over time, every run")
+    axes.set_xlabel("cloud minutes since the run's first launch")
+    axes.set_ylabel("USD spent (simulated)")
+    axes.set_xlim(left=0)
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    axes.legend()
+    return _save(figure, path)
+
+
+def draw_all(folder: RunsFolder, out_dir: Path) -> dict[str, Path]:
+    charts = {
+        "cost_per_run": cost_per_run(folder, out_dir / "cost_per_run.png"),
+        "wall_time": wall_time(folder, out_dir / "wall_time.png"),
+        "cumulative_cost": cumulative_cost(folder, out_dir / "cumulative_cost.png"),
+    }
+    timeline_run = pick_timeline_run(folder)
+    if timeline_run is not None:
+        charts["hybrid_timeline"] = hybrid_timeline(timeline_run, out_dir / "hybrid_timeline.png")
+    return charts

@@ -1,0 +1,132 @@
+"""The comparison report, built from a runs folder that the project's own simulator made (real workers on a
+moto server, a tiny model): tables equal the ledgers, charts are sane PNGs, the HTML is self-contained,
+two builds are identical, and missing, partial or corrupt runs are named."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from coordinator.emulator import FAKE_CREDENTIALS, MotoServer
+from coordinator.sim.quick_stack import make_stack
+from coordinator.simulate import SimulationSettings, run_matrix
+from reports.build import build_report
+from reports.runs import ReportError, load_runs
+
+RUNS = {"on-demand": 1, "spot-only": 1, "hybrid": 2}
+
+
+@pytest.fixture(scope="module")
+def runs_folder(
+    tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, sentences_parquet: Path
+) -> Iterator[Path]:
+    tmp = tmp_path_factory.mktemp("report-runs")
+    with pytest.MonkeyPatch.context() as env, MotoServer(log_path=tmp / "moto.log") as server:
+        for name, value in {**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": "us-east-1"}.items():
+            env.setenv(name, value)
+        settings = SimulationSettings(
+            out_dir=tmp / "simulate-test", model=tiny_model_dir, dataset=sentences_parquet, runs=RUNS, rows=1_500,
+            segments=4, interruption_probability=0.0, batch_size=16, checkpoint_every=4, mlflow=False, spot_share=0.75,
+            forced_interruptions={"hybrid-01": [15.0], "hybrid-02": [15.0, 30.0], "spot-only-01": [15.0]},
+        )  # fmt: skip
+        run_matrix(settings, make_stack(server.endpoint))
+        (settings.out_dir / "simulation.json").write_text(json.dumps({"runs": RUNS, "rows": 1500, "segments": 4, "time_scale": 30.0, "seed": 0, "interruption_model": "forced (test)"}))  # fmt: skip
+    yield settings.out_dir
+
+
+def ledger_totals(run_dir: Path) -> dict[str, float]:
+    lines = [json.loads(line) for line in (run_dir / "ledger.jsonl").read_text().splitlines()]
+    return next(line for line in lines if line["kind"] == "job")
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_tables_match_the_ledgers_and_charts_are_sane(runs_folder: Path, tmp_path: Path) -> None:
+    paths = build_report(runs_folder, tmp_path / "out")
+    report = paths.markdown.read_text()
+    costs = {c: [ledger_totals(runs_folder / f"{c}-{i:02d}")["total_cost_usd"] for i in range(1, n + 1)] for c, n in RUNS.items()}  # fmt: skip
+    baseline = statistics.mean(costs["on-demand"])
+    for config, values in costs.items():
+        row = next(line for line in report.splitlines() if line.startswith(f"| {config} |"))
+        assert f"${statistics.mean(values):,.2f} (" in row
+        if config != "on-demand":
+            assert f"{(baseline - statistics.mean(values)) / baseline * 100:.1f}%" in row
+        assert "100.00% (" in row  # every row exactly once in every run
+    interruptions = sum(ledger_totals(runs_folder / f"hybrid-{i:02d}")["interruptions"] for i in (1, 2)) / 2
+    assert f"| {interruptions:.1f} |" in next(
+        line for line in report.splitlines() if line.startswith("| hybrid |")
+    )
+    assert "Recommended: **" in report and "Savings target (>= 60%)" in report
+    assert set(paths.charts) == {"cost_per_run", "wall_time", "cumulative_cost", "hybrid_timeline"}
+    for chart in paths.charts.values():
+        width, height = png_size(chart)
+        assert 500 <= width <= 2000 and 300 <= height <= 2000, (chart, width, height)
+        assert chart.stat().st_size > 10_000
+        assert f"]({chart.name})" in report
+    page = paths.html.read_text()
+    assert page.count('src="data:image/png;base64,') == 4 and 'src="http' not in page
+
+
+def test_two_builds_are_identical(runs_folder: Path, tmp_path: Path) -> None:
+    first, second = build_report(runs_folder, tmp_path / "a"), build_report(runs_folder, tmp_path / "b")
+    for name in ("comparison_report.md", "comparison_report.html", "cost_per_run.png", "hybrid_timeline.png"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    assert first.markdown.read_text().replace(str(tmp_path / "a"), "") == second.markdown.read_text().replace(
+        str(tmp_path / "b"), ""
+    )
+
+
+def test_missing_partial_and_corrupt_runs_are_named(runs_folder: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "simulate-copy"
+    shutil.copytree(runs_folder, copy)
+    shutil.rmtree(copy / "hybrid-02")
+    (copy / "spot-only-01" / "ledger.jsonl").write_text(
+        (copy / "spot-only-01" / "ledger.jsonl").read_text().splitlines()[0] + "\n"
+    )
+    folder = load_runs(copy)
+    assert folder.missing == ["spot-only-01: ledger.jsonl has no job line (the run was cut short)", "hybrid-02: no run.json (the run did not finish)"]  # fmt: skip
+    paths = build_report(copy, tmp_path / "out")
+    assert "hybrid-02: no run.json" in paths.markdown.read_text()
+    ledger = copy / "hybrid-01" / "ledger.jsonl"
+    lines = ledger.read_text().splitlines()
+    lines[1] = lines[1][:40]
+    ledger.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ReportError, match=rf"{ledger}:2: corrupt ledger line"):
+        load_runs(copy)
+    result = subprocess.run([sys.executable, "-m", "reports", "--runs", str(copy), "--out", str(tmp_path / "x")], capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 2 and f"{ledger}:2" in result.stderr
+
+
+def test_no_runs_tells_the_user_what_to_run(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "coordinator", "report"], capture_output=True, text=True, env={**__import__("os").environ, "SPOTBATCH_HOME": str(tmp_path)}
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "run `make simulate`" in result.stderr
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None,
+    reason="Debian chromium is not installed (`make report-check` installs it)",
+)
+def test_html_opens_in_headless_chromium(runs_folder: Path, tmp_path: Path) -> None:
+    paths = build_report(runs_folder, tmp_path / "out")
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,2400", f"--screenshot={shot}", paths.html.as_uri()],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert png_size(shot) == (1200, 2400) and shot.stat().st_size > 50_000
