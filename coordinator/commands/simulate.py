@@ -115,7 +115,9 @@ def simulate_command(args: argparse.Namespace) -> int:
 
 
 def summary_table(results: list) -> str:  # type: ignore[type-arg]
-    """Per configuration: runs, mean cost, savings vs the on-demand runs' mean, interruptions, rows exactly once."""
+    """Per configuration: runs, mean cost, savings vs the on-demand runs' mean, interruptions (attempts cut
+    short), notices served by the injector (a notice can reach a worker that then finishes in its grace
+    period), rows exactly once."""
     by_config: dict[str, list] = {}  # type: ignore[type-arg]
     for r in results:
         by_config.setdefault(r.configuration, []).append(r)
@@ -134,9 +136,12 @@ def summary_table(results: list) -> str:  # type: ignore[type-arg]
         wanted = sum(json.loads((r.result.run_dir / "run.json").read_text())["spec"]["rows"] for r in runs)
         done = sum(r.result.outcome.segments_done for r in runs)
         total = sum(r.result.outcome.segments_total for r in runs)
+        cut_short = statistics.mean(
+            sum(a.end_reason in ("interrupted", "lost") for a in r.result.outcome.attempts) for r in runs
+        )
         lines.append(
-            f"| {config} | {len(runs)} | {mean:.2f} | {savings} | {statistics.mean(r.interruptions for r in runs):.1f} "
-            f"| {rows}/{wanted} | {done}/{total} |"
+            f"| {config} | {len(runs)} | {mean:.2f} | {savings} | {cut_short:.1f} "
+            f"| {statistics.mean(r.interruptions for r in runs):.1f} | {rows}/{wanted} | {done}/{total} |"
         )
     return "\n".join(lines)
 
