@@ -168,8 +168,11 @@ def read_ledger(path: Path) -> tuple[list[AttemptRecord], JobSummary | None]:
     return attempts, summary
 
 
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+
+
 def default_tracking_uri(runs_dir: Path) -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(runs_dir / 'mlflow.db').resolve()}"
+    return os.environ.get(TRACKING_URI_ENV) or f"sqlite:///{(runs_dir / 'mlflow.db').resolve()}"
 
 
 def _iso(ts: float) -> str:
@@ -186,6 +189,24 @@ def log_to_mlflow(
     ledger_path: Path | None = None,
 ) -> str:
     """One MLflow run per job; returns its run id."""
+    previous = os.environ.get(TRACKING_URI_ENV)
+    try:
+        return _log_run(summary, attempts, tracking_uri, experiment, params or {}, ledger_path)
+    finally:  # mlflow.set_tracking_uri also sets the environment variable, which child processes would inherit
+        if previous is None:
+            os.environ.pop(TRACKING_URI_ENV, None)
+        else:
+            os.environ[TRACKING_URI_ENV] = previous
+
+
+def _log_run(
+    summary: JobSummary,
+    attempts: list[AttemptRecord],
+    tracking_uri: str,
+    experiment: str,
+    params: dict[str, str],
+    ledger_path: Path | None,
+) -> str:
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri)
@@ -203,7 +224,7 @@ def log_to_mlflow(
                 "price_source": "; ".join(sorted({a.price_source for a in attempts}))[:500],
                 "boot_utc": _iso(summary.started_at),
                 "teardown_utc": _iso(summary.ended_at),
-                **(params or {}),
+                **params,
             }
         )
         mlflow.log_metrics(

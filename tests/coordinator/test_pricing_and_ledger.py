@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -196,3 +197,14 @@ def test_job_lands_in_mlflow_with_its_params_and_metrics(tmp_path: Path) -> None
     assert run.data.params["instance_type"] == "p3.2xlarge"
     assert run.data.params["spot_rate_usd_per_hour"] == "0.918"
     assert run.data.params["boot_utc"] == "1970-01-01T00:00:00+00:00"
+
+
+def test_logging_to_mlflow_leaves_the_environment_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mlflow.set_tracking_uri sets MLFLOW_TRACKING_URI; child processes started later must not inherit it."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    attempts = [attempt("a", "spot", 0, 600, "done", kept=1_200, wasted=0)]
+    summary = summarize_job("job-env", attempts, ON_DEMAND)
+    log_to_mlflow(summary, attempts, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert "MLFLOW_TRACKING_URI" not in os.environ
