@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import multiprocessing
 import statistics
 import tempfile
@@ -104,6 +105,9 @@ def main() -> int:
     parser.add_argument("--sizes", default="50,100,200,500")
     parser.add_argument("--cycles", type=int, default=5)
     args = parser.parse_args()
+    logging.getLogger("coordinator").setLevel(
+        logging.ERROR
+    )  # not a line per instance when each size is torn down
     sizes = [int(s) for s in args.sizes.split(",")]
     results = []
     with tempfile.TemporaryDirectory() as tmp, MotoServer(log_path=Path(tmp) / "moto.log") as server:
