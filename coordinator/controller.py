@@ -30,7 +30,6 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from coordinator import state as states
 from coordinator.billing import billed_seconds, cost_usd
@@ -492,15 +491,3 @@ def _clock_text(seconds: float) -> str:
         return "?"
     minutes, secs = divmod(int(seconds), 60)
     return f"+{minutes}m{secs:02d}s"
-
-
-def describe_outcome(outcome: JobOutcome) -> dict[str, Any]:
-    return {
-        "job_id": outcome.job_id,
-        "segments_done": outcome.segments_done,
-        "segments_total": outcome.segments_total,
-        "failures": outcome.failures,
-        "attempts": len(outcome.attempts),
-        "api_retries": outcome.api_retries,
-        "wall_seconds": round(outcome.wall_seconds, 2),
-    }

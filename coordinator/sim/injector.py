@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any
 
 from coordinator.clock import CloudClock
 from coordinator.sim.instance_runtime import InstanceRuntime
@@ -46,12 +46,6 @@ TICK_SECONDS = 0.05  # wall: how often the injector looks at the clock
 
 class TraceError(SpotbatchError):
     """An availability trace that does not parse; the message names the file and the field."""
-
-
-class InterruptionModel(Protocol):
-    name: str
-
-    def describe(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
