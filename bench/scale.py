@@ -22,12 +22,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import boto3
-
 from coordinator.budget import BudgetGuard
 from coordinator.clock import CloudClock
 from coordinator.controller import Controller, JobSpec
-from coordinator.emulator import MotoServer
+from coordinator.emulator import MotoServer, emulator_session
 from coordinator.fleet import Fleet
 from coordinator.jobs import quotes_for
 from coordinator.policies import make_policy
@@ -42,10 +40,7 @@ STUB_EVERY = 2.0  # seconds between a stub's heartbeats, the worker's default
 
 def heartbeat_stub(endpoint: str, env: dict[str, str], job_id: str, segments: list[str], stop: Any) -> None:
     """Every segment's heartbeat, `running`, for its first attempt, rewritten every STUB_EVERY seconds."""
-    s3 = boto3.client(
-        "s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"], aws_session_token=env["AWS_SESSION_TOKEN"],
-    )  # fmt: skip
+    s3 = emulator_session(env).client("s3", endpoint_url=endpoint)
     while not stop.is_set():
         for segment in segments:
             beat = Heartbeat(
@@ -57,10 +52,7 @@ def heartbeat_stub(endpoint: str, env: dict[str, str], job_id: str, segments: li
 
 def measure(stack: Any, size: int, cycles: int, tmp: Path) -> dict[str, float]:
     env = stack.env
-    session = boto3.session.Session(
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=env["AWS_SESSION_TOKEN"], region_name="us-east-1",
-    )  # fmt: skip
+    session = emulator_session(env)
     ec2 = session.client("ec2", endpoint_url=stack.endpoint)
     s3 = session.client("s3", endpoint_url=stack.endpoint)
     job = f"scale-{size}"

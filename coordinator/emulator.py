@@ -19,8 +19,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 from urllib.parse import urlparse
 
 import requests
@@ -34,6 +36,16 @@ FAKE_CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_SESSION_TOKEN": "testing",
 }
+
+
+def emulator_session(env: Mapping[str, str]) -> Any:
+    """A boto3 session on an emulator's credentials from `env` (fake ones: never the user's own)."""
+    import boto3
+
+    return boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=env.get("AWS_SESSION_TOKEN"), region_name=env.get("AWS_DEFAULT_REGION", "us-east-1"),
+    )  # fmt: skip
 
 
 class EmulatorError(SpotbatchError):

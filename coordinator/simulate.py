@@ -24,13 +24,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pyarrow.parquet as pq
 from botocore.config import Config
 
 from coordinator.budget import BudgetGuard
 from coordinator.clock import CloudClock
 from coordinator.controller import JobSpec, SegmentStatus
+from coordinator.emulator import emulator_session
 from coordinator.infra import Infrastructure, alive_project_instances, emulator_infrastructure
 from coordinator.jobs import CloudTarget, RunResult, run_job
 from coordinator.ledger import default_tracking_uri, log_to_mlflow, read_ledger
@@ -114,17 +114,9 @@ class SimulatedRun:
     interruptions: int
 
 
-def session(env: dict[str, str]) -> boto3.session.Session:
-    """A boto3 session on the emulator's fake credentials (never the user's own)."""
-    return boto3.session.Session(
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=env.get("AWS_SESSION_TOKEN"), region_name=env.get("AWS_DEFAULT_REGION", "us-east-1"),
-    )  # fmt: skip
-
-
 def ec2_client(env: dict[str, str], endpoint: str) -> Any:
     """The coordinator's EC2 client: botocore's own retries off, so the fleet's retries are the only ones."""
-    return session(env).client(
+    return emulator_session(env).client(
         "ec2", endpoint_url=endpoint, config=Config(retries={"total_max_attempts": 1, "mode": "standard"})
     )
 
@@ -184,7 +176,7 @@ def run_matrix(
     guard = BudgetGuard(settings.budget_usd, settings.out_dir / "spend_log.jsonl")
     plan = matrix(settings)
     results: list[SimulatedRun] = []
-    aws = session(infra.env)
+    aws = emulator_session(infra.env)
     direct_ec2 = aws.client("ec2", endpoint_url=infra.endpoint)
     s3 = aws.client("s3", endpoint_url=infra.endpoint, config=Config(s3={"addressing_style": "path"}))
     upload_dataset(s3, str(infra.outputs["bucket"]), settings.dataset, settings.rows)

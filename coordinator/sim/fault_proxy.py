@@ -20,9 +20,10 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
+
+from coordinator.sim.local_http import LocalHttpServer
 
 # the HTTP status AWS sends with each error code
 STATUS = {
@@ -67,21 +68,18 @@ def error_body(code: str) -> bytes:
     ).encode()
 
 
-class FaultProxy:
+class FaultProxy(LocalHttpServer):
     def __init__(self, upstream: str, host: str = "127.0.0.1") -> None:
         parts = urlsplit(upstream)
         self.upstream_host, self.upstream_port = parts.hostname or "127.0.0.1", parts.port or 80
         self.rules: list[FaultRule] = []
         self.injected: list[str] = []  # "Action: Code" of every error answered, in order
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer((host, 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fault-proxy", daemon=True)
+        super().__init__(name="fault-proxy", host=host)
 
     @property
     def endpoint(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self.base_url
 
     def add(self, rule: FaultRule) -> FaultRule:
         with self._lock:
@@ -97,22 +95,6 @@ class FaultProxy:
                     self.injected.append(f"{rule.action}: {rule.code}")
                     return rule
         return None
-
-    def start(self) -> FaultProxy:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> FaultProxy:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         proxy = self

@@ -23,26 +23,20 @@ import contextlib
 import json
 import secrets
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
+
+from coordinator.sim.local_http import LocalHttpServer
 
 MAX_TOKEN_TTL = 21_600
 
 
-class MetadataServer:
+class MetadataServer(LocalHttpServer):
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self._notices: dict[str, str] = {}
         self._tokens: set[str] = set()
         self._lock = threading.Lock()
         self.requests = 0  # instance-action GETs served: lets tests see that workers poll
-        self._server = ThreadingHTTPServer((host, port), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="imds", daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        super().__init__(name="imds", host=host, port=port)
 
     def endpoint_for(self, instance_id: str) -> str:
         return f"{self.base_url}/{instance_id}"
@@ -54,22 +48,6 @@ class MetadataServer:
     def clear_notice(self, instance_id: str) -> None:
         with self._lock:
             self._notices.pop(instance_id, None)
-
-    def start(self) -> MetadataServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> MetadataServer:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self

@@ -12,7 +12,7 @@ from typing import Any
 
 import boto3
 
-from coordinator.emulator import FAKE_CREDENTIALS
+from coordinator.emulator import FAKE_CREDENTIALS, emulator_session
 from coordinator.infra import Infrastructure
 
 BUCKET = "spotbatch-test"
@@ -20,10 +20,7 @@ BUCKET = "spotbatch-test"
 
 def make_stack(endpoint: str) -> Infrastructure:
     env = {"AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", **FAKE_CREDENTIALS}  # fmt: skip
-    session = boto3.session.Session(
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=env["AWS_SESSION_TOKEN"], region_name="us-east-1",
-    )  # fmt: skip
+    session = emulator_session(env)
     ec2: Any = session.client("ec2", endpoint_url=endpoint)
     s3: Any = session.client("s3", endpoint_url=endpoint)
     s3.create_bucket(Bucket=BUCKET)

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from coordinator.emulator import MotoServer
+from coordinator.emulator import MotoServer, emulator_session
 from coordinator.infra import Infrastructure
 from coordinator.sim.fault_proxy import FaultRule
 from coordinator.sim.quick_stack import job_instances, make_stack
@@ -135,10 +135,10 @@ def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
     `python -m coordinator run`, killed with SIGKILL mid-run and started again with the same job id."""
     from coordinator.sim.instance_runtime import InstanceRuntime, WorkerSettings
     from coordinator.sim.metadata_server import MetadataServer
-    from coordinator.simulate import DATASET_KEY, session, upload_dataset
+    from coordinator.simulate import DATASET_KEY, upload_dataset
 
     endpoint = str(stack.endpoint)
-    aws = session(stack.env)
+    aws = emulator_session(stack.env)
     ec2 = aws.client("ec2", endpoint_url=endpoint)
     upload_dataset(aws.client("s3", endpoint_url=endpoint), "spotbatch-test", sentences_parquet, ROWS)
     outputs = tmp_path / "outputs.json"
