@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from coordinator.budget import DEFAULT_CEILING_USD, BudgetGuardExceeded
 from coordinator.commands import run as run_command
 from coordinator.commands import simulate as simulate_commands
+from coordinator.commands import whatif as whatif_command
 from coordinator.preflight import PreflightFailed
 from inference.errors import SpotbatchError
 from reports import __main__ as report_cli
@@ -410,6 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
         real.set_defaults(handler=handler)
     simulate_commands.add_parsers(commands)
     run_command.add_parser(commands)
+    whatif_command.add_parser(commands)
     report = commands.add_parser(
         "report", help="the comparison report (markdown + charts + HTML) from a runs folder"
     )

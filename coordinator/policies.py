@@ -145,11 +145,17 @@ class Hybrid(RecoveryPolicy):
         return "on-demand" if steps_up else "spot"
 
 
+def _load_all() -> None:
+    import coordinator.deadline_policies  # noqa: F401 (registers greedy, deadline, ...; imports this module)
+
+
 def policy_names() -> list[str]:
+    _load_all()
     return sorted(_REGISTRY)
 
 
 def make_policy(name: str, **options: float | int) -> RecoveryPolicy:
+    _load_all()
     try:
         cls = _REGISTRY[name]
     except KeyError:

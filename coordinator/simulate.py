@@ -35,15 +35,11 @@ from coordinator.infra import Infrastructure, alive_project_instances, emulator_
 from coordinator.jobs import CloudTarget, RunResult, run_job
 from coordinator.ledger import default_tracking_uri, log_to_mlflow, read_ledger
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
-from coordinator.sim.injector import (
-    AvailabilityTrace,
-    InterruptionInjector,
-    RandomInterruptions,
-    TraceReplay,
-)
+from coordinator.sim.injector import InterruptionInjector, RandomInterruptions, TraceReplay
 from coordinator.sim.instance_runtime import InstanceRuntime, WorkerSettings
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.worker_boot import BootMode
+from coordinator.traces import AvailabilityTrace
 from inference.dataset import write_dataset
 from inference.errors import SpotbatchError
 

@@ -38,14 +38,10 @@ from typing import Any
 from coordinator.clock import CloudClock
 from coordinator.sim.instance_runtime import InstanceRuntime
 from coordinator.sim.metadata_server import MetadataServer
-from inference.errors import SpotbatchError
+from coordinator.traces import AvailabilityTrace
 
 NOTICE_SECONDS = 120.0  # AWS gives two minutes between the notice and the reclaim
 TICK_SECONDS = 0.05  # wall: how often the injector looks at the clock
-
-
-class TraceError(SpotbatchError):
-    """An availability trace that does not parse; the message names the file and the field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,32 +66,6 @@ class RandomInterruptions:
 
     def describe(self) -> str:
         return f"random: {self.probability:.0%} per {self.interval:g} cloud s per spot instance"
-
-
-@dataclass(frozen=True, slots=True)
-class AvailabilityTrace:
-    name: str
-    gap_seconds: float
-    available: tuple[bool, ...]
-
-    @classmethod
-    def load(cls, path: Path, *, one_means: str = "available") -> AvailabilityTrace:
-        """`one_means`: "available" (the SkyPilot traces) or "preempted"."""
-        if one_means not in ("available", "preempted"):
-            raise TraceError(f"one_means must be 'available' or 'preempted', got {one_means!r}")
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            gap = float(raw["metadata"]["gap_seconds"])
-            values = raw["data"]
-        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-            raise TraceError(f"{path}: not a trace {{metadata.gap_seconds, data[]}} ({error})") from None
-        if not gap > 0:
-            raise TraceError(f"{path}: metadata.gap_seconds must be positive, got {gap}")
-        if not values or any(v not in (0, 1) for v in values):
-            bad = next((v for v in values if v not in (0, 1)), None)
-            raise TraceError(f"{path}: data must be a non-empty list of 0/1, found {bad!r}")
-        flip = one_means == "preempted"
-        return cls(path.stem, gap, tuple(bool(v) != flip for v in values))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,8 @@ from coordinator.policies import SegmentHistory, UnknownPolicy, make_policy, pol
 def test_registry_lists_the_policies_and_refuses_unknown_names() -> None:
     assert {"on-demand", "spot-only", "hybrid"} <= set(policy_names())
     with pytest.raises(
-        UnknownPolicy, match="unknown policy 'spot-mostly'; valid: hybrid, on-demand, spot-only"
+        UnknownPolicy,
+        match=r"unknown policy .spot-mostly.; valid: deadline, greedy, hybrid, on-demand, safety-greedy, spot-only, uniform-progress",
     ):
         make_policy("spot-mostly")
 

@@ -20,7 +20,8 @@ from coordinator.fleet import CapacityError, Fleet, LaunchError
 from coordinator.merge import MergeError, merge_results
 from coordinator.monitor import ActiveAttempt, judge
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
-from coordinator.sim.injector import AvailabilityTrace, RandomInterruptions, TraceError, TraceReplay
+from coordinator.sim.injector import RandomInterruptions, TraceReplay
+from coordinator.traces import AvailabilityTrace, TraceError
 from inference.checkpoint import Checkpoint, encode_part, save_checkpoint
 from inference.heartbeat import Heartbeat
 from inference.storage import LocalStore

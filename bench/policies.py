@@ -1,0 +1,168 @@
+"""Policies on real spot traces: cost against the omniscient optimum and all on-demand, and deadlines met.
+
+    python -m bench.policies [--traces ../shared/data/spot-traces/aws-02-15-2023] [--offsets 20] [--seed 0]
+
+The traces: AWS p3.2xlarge spot availability, 9 zones, 45 days, one value per 195 s, 1 = available
+(Wu et al., "Can't Be Late: Optimizing Spot Instance Savings under Deadlines", NSDI 2024; collected by the
+SkyPilot team, github.com/skypilot-org/spot-traces). They are not in this repository: give their folder.
+
+The job: one instance, 10 hours of work, changeover 0.1 h (rounded up to whole seconds: 360 s), spot
+0.918 $/h, on-demand 3.06 $/h, nothing lost to a reclaim (the notice drains). 20 random start offsets per
+zone (the same offsets for every policy and deadline), deadlines 12, 16 and 24 hours. Per policy and
+deadline: mean and p90 of cost / optimum, mean cost / all on-demand, share of deadlines met.
+
+Then the speed of the what-if engine: single-instance jobs per second per core (this process is one core)
+over windows of the 45-day trace, against the optimum's dynamic program as the baseline in the same run,
+and how it scales with job length and instance count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from pathlib import Path
+
+from coordinator.deadline_policies import DeadlineAware
+from coordinator.traces import AvailabilityTrace
+from coordinator.whatif.engine import WhatIfJob, simulate_job
+from coordinator.whatif.optimum import optimum_cost
+from coordinator.whatif.study import DEFAULT_POLICIES as POLICIES
+from coordinator.whatif.study import OPTIMUM, RunResult, policy_for, run_study, summarise, trace_windows
+
+DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "spot-traces" / "aws-02-15-2023"
+DEADLINE_HOURS = (12, 16, 24)
+WORK_HOURS = 10
+CHANGEOVER_SECONDS = 360  # 0.1 h
+SPOT, ON_DEMAND = 0.918, 3.06  # $/h, p3.2xlarge (the price table's reference figures)
+GOAL_RATIO = 1.10
+SWEEP_RESERVES = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+def job_for(deadline_hours: float, *, work_hours: float = WORK_HOURS, instances: int = 1) -> WhatIfJob:
+    return WhatIfJob(
+        work_seconds=int(work_hours * 3600), deadline_seconds=int(deadline_hours * 3600),
+        changeover_seconds=CHANGEOVER_SECONDS, spot_usd_per_hour=SPOT, on_demand_usd_per_hour=ON_DEMAND,
+        instances=instances,
+    )  # fmt: skip
+
+
+def compare(traces: list[AvailabilityTrace], offsets: int, seed: int) -> dict[float, list[RunResult]]:
+    by_deadline: dict[float, list[RunResult]] = {}
+    for hours in DEADLINE_HOURS:
+        job = job_for(hours)
+        results: list[RunResult] = []
+        for trace in traces:
+            # one generator per zone, seeded the same for every deadline: the same offsets for all of them
+            windows = trace_windows(
+                trace, job_for(max(DEADLINE_HOURS)), offsets, random.Random(f"{seed}:{trace.name}")
+            )
+            results += run_study(POLICIES, job, windows)
+        by_deadline[hours] = results
+    return by_deadline
+
+
+def print_comparison(by_deadline: dict[float, list[RunResult]]) -> None:
+    print(
+        "| deadline | policy | mean / optimum | p90 / optimum | mean / all on-demand | deadlines met | mean $ | reclaims / run |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for hours, results in by_deadline.items():
+        for row in summarise(results, job_for(hours)):
+            if row.policy == OPTIMUM:
+                print(
+                    f"| {hours} h | optimum | 1.000x | 1.000x | {row.mean_vs_on_demand:.3f}x | 100% | {row.mean_usd:.2f} | - |"
+                )
+                continue
+            print(
+                f"| {hours} h | {row.policy} | {row.mean_vs_optimum:.3f}x | {row.p90_vs_optimum:.3f}x | "
+                f"{row.mean_vs_on_demand:.3f}x | {row.deadlines_met:.1%} | {row.mean_usd:.2f} | {row.interruptions:.2f} |"
+            )
+    print()
+    for hours, results in by_deadline.items():
+        rows = {r.policy: r for r in summarise(results, job_for(hours))}
+        ours = rows["deadline"]
+        met = ours.deadlines_met == 1.0 and ours.mean_vs_optimum <= GOAL_RATIO
+        print(
+            f"goal at {hours} h (100% deadlines met, mean <= {GOAL_RATIO:.2f}x optimum): "
+            f"{'met' if met else 'NOT met'} ({ours.deadlines_met:.1%}, {ours.mean_vs_optimum:.3f}x)"
+        )
+
+
+def print_sweep(traces: list[AvailabilityTrace], offsets: int, seed: int) -> None:
+    """The `deadline` policy's one setting, the slack it keeps for returns to spot, around the default."""
+    print("sweep of `deadline` reserve_hours (mean / optimum, deadlines met):")
+    print("| reserve h | " + " | ".join(f"{h} h" for h in DEADLINE_HOURS) + " |")
+    print("|---|" + "---|" * len(DEADLINE_HOURS))
+    for reserve in SWEEP_RESERVES:
+        cells = []
+        for hours in DEADLINE_HOURS:
+            job = job_for(hours)
+            results: list[RunResult] = []
+            for trace in traces:
+                windows = trace_windows(
+                    trace, job_for(max(DEADLINE_HOURS)), offsets, random.Random(f"{seed}:{trace.name}")
+                )
+                results += run_study({"deadline": DeadlineAware(reserve_hours=reserve)}, job, windows)
+            row = next(r for r in summarise(results, job) if r.policy == "deadline")
+            cells.append(f"{row.mean_vs_optimum:.3f}x, {row.deadlines_met:.1%}")
+        print(f"| {reserve:g} | " + " | ".join(cells) + " |")
+
+
+def jobs_per_second(trace: AvailabilityTrace, policy: str, job: WhatIfJob, runs: int) -> float:
+    rng = random.Random(1)
+    chosen = policy_for(policy)
+    windows = trace_windows(trace, job, runs, rng)
+    started = time.process_time()
+    for window in windows:
+        simulate_job(chosen, job, window.available, window.gap_seconds)
+    return runs / (time.process_time() - started)
+
+
+def print_speed(trace: AvailabilityTrace) -> None:
+    job = job_for(24)
+    rng = random.Random(2)
+    windows = trace_windows(trace, job, 20, rng)
+    started = time.process_time()
+    for window in windows:
+        optimum_cost(job, window.available, window.gap_seconds)
+    dp_rate = len(windows) / (time.process_time() - started)
+    print(f"speed on {trace.name} (CPU time of this process, one core); 10 h of work, deadline 24 h:")
+    print(f"  optimum (dynamic program, numpy): {dp_rate:,.0f} jobs/s  <- baseline")
+    for policy in POLICIES:
+        rate = jobs_per_second(trace, policy, job, 2000)
+        print(f"  {policy:17s} {rate:>9,.0f} jobs/s  ({rate / dp_rate:.1f}x the optimum's rate)")
+    print(
+        "scaling of `deadline` (jobs/s): work hours with the deadline at 2.4x the work; instances at 10 h / 24 h"
+    )
+    for hours in (2.5, 10, 40):
+        rate = jobs_per_second(trace, "deadline", job_for(hours * 2.4, work_hours=hours), 1000)
+        print(f"  {hours:>5g} h of work: {rate:>9,.0f} jobs/s")
+    for instances in (1, 4, 16):
+        rate = jobs_per_second(trace, "deadline", job_for(24, instances=instances), 500)
+        print(f"  {instances:>5d} instances: {rate:>9,.0f} jobs/s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--offsets", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sweep", action="store_true", help="also sweep the deadline policy's reserve_hours")
+    args = parser.parse_args()
+    files = sorted(args.traces.glob("*.json"))
+    if not files:
+        raise SystemExit(f"no traces (*.json) in {args.traces}: give --traces <folder>")
+    traces = [AvailabilityTrace.load(path, one_means="available") for path in files]
+    print(f"{len(traces)} traces from {args.traces}, {args.offsets} offsets each, seed {args.seed}")
+    started = time.perf_counter()
+    print_comparison(compare(traces, args.offsets, args.seed))
+    print(f"\ncomparison took {time.perf_counter() - started:.1f} s wall\n")
+    if args.sweep:
+        print_sweep(traces, args.offsets, args.seed)
+        print()
+    print_speed(traces[0])
+
+
+if __name__ == "__main__":
+    main()

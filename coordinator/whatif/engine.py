@@ -1,0 +1,287 @@
+"""The what-if engine: one job under one policy against one availability sequence, on a virtual clock.
+
+No processes and no sleeps: time advances a trace tick at a time. The job's work is split evenly over
+`instances` segments; each segment is one instance at a time, all in the same zone (one availability
+sequence), simulated one after the other.
+
+One tick `[t, t + gap)`, for a segment:
+
+1. a spot instance whose tick is unavailable is reclaimed at `t`: billed to `t`; the work since its last
+   checkpoint is lost (`checkpoint_seconds`; 0 means the 2-minute notice drains it, nothing lost);
+2. the policy decides when the segment has no instance, or runs on on-demand: recovery policies
+   (`on-demand`, `spot-only`, `hybrid`) through their `launch()`/`recover()`, deadline policies through
+   `choose(DeadlineView)`. A spot launch in an unavailable tick fails (the recovery policy hears
+   "failed-launch"). A new instance first spends `changeover_seconds` booting (billed, no progress); leaving
+   an instance on purpose drains it (nothing lost);
+3. the instance works the rest of the tick; the segment is done when its work is; billing is per second
+   with a 60-second minimum per instance (EC2 Linux).
+
+Everything is in whole seconds, so the optimum (`optimum.py`) can follow the same steps exactly.
+
+Usage::
+
+    job = WhatIfJob(work_seconds=36_000, deadline_seconds=43_200, changeover_seconds=360,
+                    spot_usd_per_hour=0.918, on_demand_usd_per_hour=3.06)
+    outcome = simulate_job(make_policy("deadline"), job, availability, gap_seconds=195)
+    outcome.cost_usd, outcome.finish_seconds, outcome.deadline_met
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from coordinator.deadline_policies import DeadlinePolicy, DeadlineView
+from coordinator.policies import Cause, Market, RecoveryPolicy, SegmentHistory
+from inference.errors import SpotbatchError
+
+MIN_BILLED_SECONDS = 60  # EC2 Linux: per second after the first minute
+
+
+class WhatIfError(SpotbatchError):
+    """Inputs the what-if mode cannot run: names the field and the value."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WhatIfJob:
+    work_seconds: int  # the whole job at one instance's speed
+    deadline_seconds: int  # from the start
+    changeover_seconds: int  # boot + model load before the first row
+    spot_usd_per_hour: float
+    on_demand_usd_per_hour: float
+    instances: int = 1
+    checkpoint_seconds: int = 0  # work between checkpoints; 0: a reclaim's notice drains, nothing is lost
+
+    def __post_init__(self) -> None:
+        for field in ("work_seconds", "deadline_seconds", "instances"):
+            if getattr(self, field) <= 0:
+                raise WhatIfError(f"{field} must be positive, got {getattr(self, field)}")
+        for field in ("changeover_seconds", "checkpoint_seconds"):
+            if getattr(self, field) < 0:
+                raise WhatIfError(f"{field} must be >= 0, got {getattr(self, field)}")
+        for field in ("spot_usd_per_hour", "on_demand_usd_per_hour"):
+            value = getattr(self, field)
+            if not (math.isfinite(value) and value > 0):
+                raise WhatIfError(f"{field} must be a positive price, got {value}")
+        if self.segment_work_seconds + self.changeover_seconds > self.deadline_seconds:
+            raise WhatIfError(
+                f"deadline_seconds={self.deadline_seconds} is shorter than one segment on on-demand "
+                f"({self.segment_work_seconds} s of work + {self.changeover_seconds} s changeover): no policy can meet it"
+            )
+
+    @property
+    def segment_work_seconds(self) -> int:
+        return math.ceil(self.work_seconds / self.instances)
+
+    def price(self, market: Market) -> float:
+        return self.spot_usd_per_hour if market == "spot" else self.on_demand_usd_per_hour
+
+    @property
+    def all_on_demand_usd(self) -> float:
+        """The baseline: every segment on one on-demand instance from start to end."""
+        seconds = max(MIN_BILLED_SECONDS, self.segment_work_seconds + self.changeover_seconds)
+        return self.instances * self.on_demand_usd_per_hour * seconds / 3600
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    cost_usd: float
+    finish_seconds: float | None  # None: not done within the availability sequence
+    deadline_met: bool
+    interruptions: int
+    redone_seconds: float  # work lost to reclaims and done again
+    spot_seconds: float  # billed
+    on_demand_seconds: float
+    changeovers: int
+    work_left_seconds: float  # > 0 only when not done within the availability sequence
+
+
+class _Segment:
+    """One segment's run: the instance it holds, its progress and what it has cost."""
+
+    __slots__ = ("billed", "boot_left", "changeovers", "checkpoint", "cost", "interruptions", "job", "launched",
+                 "progress", "redone", "running")  # fmt: skip
+
+    def __init__(self, job: WhatIfJob) -> None:
+        self.job = job
+        self.running: Market | None = None
+        self.boot_left = 0
+        self.launched = 0
+        self.progress = 0
+        self.checkpoint = 0
+        self.cost = 0.0
+        self.billed = {"spot": 0, "on-demand": 0}
+        self.interruptions = 0
+        self.redone = 0
+        self.changeovers = 0
+
+    def stop(self, at: int) -> None:
+        assert self.running is not None
+        seconds = max(MIN_BILLED_SECONDS, at - self.launched)
+        self.billed[self.running] += seconds
+        self.cost += self.job.price(self.running) * seconds / 3600
+        self.running = None
+        self.boot_left = 0
+
+    def start(self, market: Market, at: int) -> None:
+        self.running = market
+        self.launched = at
+        self.boot_left = self.job.changeover_seconds
+        self.changeovers += 1
+
+    def reclaim(self, at: int) -> None:
+        self.stop(at)
+        self.interruptions += 1
+        self.redone += self.progress - self.checkpoint
+        self.progress = self.checkpoint
+
+    def work(self, now: int, seconds: int, total: int) -> int | None:
+        """Run one tick; returns the finish time if the segment's work is done within it."""
+        boot = min(self.boot_left, seconds)
+        self.boot_left -= boot
+        worked = seconds - boot
+        if self.progress + worked >= total:
+            finish = now + boot + (total - self.progress)
+            self.progress = total
+            self.stop(finish)
+            return finish
+        self.progress += worked
+        every = self.job.checkpoint_seconds
+        self.checkpoint = self.progress if every == 0 else self.progress // every * every
+        return None
+
+
+class _RecoveryDriver:
+    """Asks a recovery policy the way the live controller does: `launch()` once, `recover()` after losses."""
+
+    def __init__(self, policy: RecoveryPolicy, index: int, count: int) -> None:
+        self.policy = policy
+        self.index = index
+        self.count = count
+        self.launched = False
+        self.interruptions = 0
+        self.spot_failures = 0
+        self.on_demand_failures = 0
+        self.last: Market | None = None
+        self.gave_up = False
+
+    def decide(self, segment: _Segment, spot_available: bool, reclaimed: bool) -> Market | None:
+        if segment.running is not None:
+            return segment.running
+        if not self.launched:
+            market = self.policy.launch(self.index, self.count)
+            self.launched = True
+        else:
+            cause: Cause = "interrupted" if reclaimed else "failed-launch"
+            history = SegmentHistory(
+                self.interruptions, self.spot_failures, self.on_demand_failures, self.last
+            )
+            decision = self.policy.recover(history, cause)
+            if decision.market is None:
+                self.gave_up = True
+                return None
+            market = decision.market
+        self.last = market
+        if market == "spot" and not spot_available:
+            self.spot_failures += 1
+            return None
+        return market
+
+    def reclaimed(self) -> None:
+        self.interruptions += 1
+        self.last = "spot"
+
+
+def simulate_segment(
+    policy: RecoveryPolicy,
+    job: WhatIfJob,
+    available: Sequence[bool],
+    gap_seconds: int,
+    *,
+    index: int = 0,
+) -> Outcome:
+    total = job.segment_work_seconds
+    segment = _Segment(job)
+    deadline_policy = policy if isinstance(policy, DeadlinePolicy) else None
+    driver = None if deadline_policy else _RecoveryDriver(policy, index, job.instances)
+    finish: int | None = None
+    for tick, spot_available in enumerate(available):
+        now = tick * gap_seconds
+        reclaimed = False
+        if segment.running == "spot":
+            if spot_available:  # spot keeps running: nothing to decide
+                finish = segment.work(now, gap_seconds, total)
+                if finish is not None:
+                    break
+                continue
+            segment.reclaim(now)
+            reclaimed = True
+            if driver is not None:
+                driver.reclaimed()
+        if deadline_policy is not None:
+            view = DeadlineView(
+                now_s=now, deadline_s=job.deadline_seconds, work_left_s=total - segment.progress,
+                changeover_s=job.changeover_seconds, tick_s=gap_seconds, spot_available=spot_available,
+                running=segment.running, boot_left_s=segment.boot_left, loss_s=job.checkpoint_seconds,
+                total_work_s=total,
+            )  # fmt: skip
+            choice = deadline_policy.choose(view)
+            if choice == "spot" and not spot_available:
+                choice = None
+        else:
+            assert driver is not None
+            if driver.gave_up:
+                break
+            choice = driver.decide(segment, spot_available, reclaimed)
+        if choice != segment.running:
+            if segment.running is not None:
+                segment.stop(now)  # on purpose: drained, nothing lost
+            if choice is not None:
+                segment.start(choice, now)
+        if segment.running is not None:
+            finish = segment.work(now, gap_seconds, total)
+            if finish is not None:
+                break
+    if finish is None and segment.running is not None:
+        segment.stop(len(available) * gap_seconds)
+    return Outcome(
+        cost_usd=segment.cost,
+        finish_seconds=finish,
+        deadline_met=finish is not None and finish <= job.deadline_seconds,
+        interruptions=segment.interruptions,
+        redone_seconds=segment.redone,
+        spot_seconds=segment.billed["spot"],
+        on_demand_seconds=segment.billed["on-demand"],
+        changeovers=segment.changeovers,
+        work_left_seconds=total - segment.progress,
+    )
+
+
+def simulate_job(
+    policy: RecoveryPolicy, job: WhatIfJob, available: Sequence[bool], gap_seconds: int
+) -> Outcome:
+    """Every segment of the job against the same availability; the job ends when its last segment does.
+
+    Segments are alike but for the market a recovery policy launches them on, and the engine is
+    deterministic: one simulation per distinct first market stands for all segments that share it."""
+    by_start: dict[str, Outcome] = {}
+    outcomes = []
+    for index in range(job.instances):
+        key = "all" if isinstance(policy, DeadlinePolicy) else policy.launch(index, job.instances)
+        if key not in by_start:
+            by_start[key] = simulate_segment(policy, job, available, gap_seconds, index=index)
+        outcomes.append(by_start[key])
+    finishes = [o.finish_seconds for o in outcomes]
+    finish = None if any(f is None for f in finishes) else max(f for f in finishes if f is not None)
+    return Outcome(
+        cost_usd=sum(o.cost_usd for o in outcomes),
+        finish_seconds=finish,
+        deadline_met=all(o.deadline_met for o in outcomes),
+        interruptions=sum(o.interruptions for o in outcomes),
+        redone_seconds=sum(o.redone_seconds for o in outcomes),
+        spot_seconds=sum(o.spot_seconds for o in outcomes),
+        on_demand_seconds=sum(o.on_demand_seconds for o in outcomes),
+        changeovers=sum(o.changeovers for o in outcomes),
+        work_left_seconds=sum(o.work_left_seconds for o in outcomes),
+    )
