@@ -7,7 +7,11 @@ One cycle, every `cycle_seconds` (wall):
    lost (stale heartbeat, instance gone, never booted) -> LOST -> INTERRUPTED; failed -> FAILED. An attempt
    that ends is terminated and confirmed gone, priced, and its actual cost recorded with the budget guard;
 2. launch: PENDING segments on the market `policy.launch()` picks; INTERRUPTED and FAILED_LAUNCH segments
-   as `policy.recover()` decides (or FAILED when it gives up). Every launch asks the budget guard first;
+   as `policy.recover()` decides (or FAILED when it gives up). Every launch asks the budget guard first.
+   A deadline policy (`deadline_policies.py`) is asked `choose()` instead, for every segment without an
+   instance (spot, on-demand, or wait) and for every segment running on on-demand: when it says spot, the
+   on-demand instance is terminated, its worker drains (SIGTERM: checkpoint, heartbeat `draining`) and the
+   segment is relaunched on spot from that checkpoint ("switched", not an interruption);
 3. log a status line per active segment every `status_every` cloud seconds.
 
 The job ends when every segment is DONE or FAILED; then every instance of the job is terminated and the
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +40,7 @@ from coordinator import state as states
 from coordinator.billing import billed_seconds, cost_usd
 from coordinator.budget import BudgetGuard, BudgetGuardExceeded
 from coordinator.clock import CloudClock
+from coordinator.deadline_policies import DeadlinePolicy, DeadlineRequired, DeadlineView
 from coordinator.fleet import CapacityError, Fleet, LaunchError, LaunchRequest
 from coordinator.ledger import AttemptRecord
 from coordinator.monitor import ActiveAttempt, AttemptView, Monitor
@@ -50,6 +56,9 @@ HEARTBEAT_TIMEOUT_SECONDS = 30.0  # wall: 15 missed 2-second beats; S3 hiccups l
 BOOT_TIMEOUT_SECONDS = 900.0  # wall: an EC2 boot + image pull + model load is 2-5 minutes; 15 is broken
 STATUS_EVERY_SECONDS = 30.0  # cloud: one status line per active instance
 RELAUNCH_BACKOFF_SECONDS = 60.0  # cloud: after a failed launch, wait before asking the same market again
+CHANGEOVER_SECONDS = (
+    300.0  # cloud: boot + image + model load before a first row on EC2 (2-5 min), until measured
+)
 log = logging.getLogger("coordinator")
 
 
@@ -78,6 +87,8 @@ class JobSpec:
     boot_timeout: float = BOOT_TIMEOUT_SECONDS
     status_every: float = STATUS_EVERY_SECONDS
     relaunch_backoff: float = RELAUNCH_BACKOFF_SECONDS
+    deadline_seconds: float | None = None  # cloud seconds from the job's start; deadline policies need one
+    changeover_seconds: float = CHANGEOVER_SECONDS  # until the job has seen a first heartbeat
 
 
 @dataclass(slots=True)
@@ -151,7 +162,16 @@ class Controller:
             heartbeat_timeout=spec.heartbeat_timeout,
             boot_timeout=spec.boot_timeout,
         )
+        if isinstance(policy, DeadlinePolicy) and spec.deadline_seconds is None:
+            raise DeadlineRequired(f"policy {policy.name!r} needs the job's deadline (deadline_seconds)")
+        self.deadline_policy = policy if isinstance(policy, DeadlinePolicy) else None
         self.active: dict[str, Tracked] = {}
+        self.switching: dict[str, float] = {}  # segment -> wall time its on-demand instance was told to stop
+        self.boots_seen: list[float] = []  # cloud seconds from launch to first heartbeat
+        self.spot_unavailable_until = 0.0  # cloud: a spot launch failed for capacity; assume none until then
+        self._checkpointed: dict[
+            str, int
+        ] = {}  # segment -> rows its checkpoint holds (read once per attempt)
         self.not_before: dict[str, float] = {}  # segment -> cloud time of its next launch try
         self.failures: dict[str, str] = {}
         self._next_status = 0.0
@@ -198,15 +218,24 @@ class Controller:
     def _act(self, view: AttemptView) -> None:
         job, segment = self.spec.job_id, view.attempt.segment_id
         current = self.state.segment(job, segment).state
+        switching = segment in self.switching
+        if (
+            view.verdict == "lost"
+            and switching
+            and time.time() - self.switching[segment] < self.spec.heartbeat_timeout
+        ):
+            return  # terminated on purpose: its drain heartbeat is on the way
         if view.verdict in ("running", "done", "draining", "failed") and current == states.LAUNCHING:
             self.state.set_running(job, segment, reason=f"first heartbeat from {view.attempt.instance_id}")
+            self.boots_seen.append(self.clock.now() - self.active[segment].launched_cloud)
         if view.verdict == "done":
             self.state.set_done(job, segment, reason=view.reason)
             self._end_attempt(segment, "done", view)
         elif view.verdict == "draining":
             self.state.set_draining(job, segment, reason=view.reason)
-            self._end_attempt(segment, "interrupted", view)
-            self.state.set_interrupted(job, segment, reason="drained: checkpoint written, instance released")
+            self._end_attempt(segment, "switched" if switching else "interrupted", view)
+            why = "switched to spot" if switching else "drained"
+            self.state.set_interrupted(job, segment, reason=f"{why}: checkpoint written, instance released")
         elif view.verdict == "lost":
             self.state.set_lost(job, segment, reason=view.reason)
             self._end_attempt(segment, "lost", view)
@@ -219,6 +248,8 @@ class Controller:
     def _end_attempt(self, segment: str, end_reason: str, view: AttemptView | None) -> None:
         """Terminate and confirm, then price the attempt and settle its budget reservation."""
         tracked = self.active.pop(segment)
+        self.switching.pop(segment, None)
+        self._checkpointed.pop(segment, None)
         attempt = tracked.active
         self.fleet.terminate_and_confirm([attempt.instance_id])
         ended = self.clock.now()
@@ -247,6 +278,9 @@ class Controller:
     # -- launching --------------------------------------------------------------------------------------------
 
     def _launch_waiting(self) -> None:
+        if self.deadline_policy is not None:
+            self._decide_by_deadline(self.deadline_policy)
+            return
         now = self.clock.now()
         for row in self.state.segments(self.spec.job_id):
             if row.state == states.PENDING:
@@ -262,6 +296,68 @@ class Controller:
                     self.failures[row.segment_id] = decision.reason
                 else:
                     self._launch(row, decision.market, decision.reason)
+
+    def _decide_by_deadline(self, policy: DeadlinePolicy) -> None:
+        now = self.clock.now()
+        for row in self.state.segments(self.spec.job_id):
+            segment = row.segment_id
+            if row.state in (states.PENDING, states.INTERRUPTED, states.FAILED_LAUNCH):
+                view = self.deadline_view(row, running=None)
+                market = policy.choose(view)
+                if market is None:
+                    continue  # wait for spot: the slack allows it
+                history = self.history(segment)
+                failed_here = row.state == states.FAILED_LAUNCH and history.last_market == market
+                if failed_here and now < self.not_before.get(segment, 0.0):
+                    continue  # this market refused this segment a moment ago
+                exhausted = RecoveryPolicy.on_demand_exhausted(history)
+                if exhausted is not None:
+                    self.state.set_failed(self.spec.job_id, segment, reason=exhausted.reason)
+                    self.failures[segment] = exhausted.reason
+                    continue
+                self._launch(row, market, f"{policy.name}: {market} (slack {view.slack_s:.0f} s)")
+            elif row.state == states.RUNNING and segment not in self.switching:
+                tracked = self.active.get(segment)
+                if tracked is None or tracked.active.market != "on-demand":
+                    continue
+                view = self.deadline_view(row, running="on-demand")
+                if policy.choose(view) == "spot":
+                    self.switching[segment] = time.time()
+                    self.fleet.terminate([tracked.active.instance_id])
+                    log.info("%s: back to spot (slack %.0f s): stopping %s, it drains to its checkpoint",
+                             segment, view.slack_s, tracked.active.instance_id)  # fmt: skip
+
+    def per_instance_rate(self) -> float:
+        """Rows per cloud second of one instance: the running workers' median, else the best seen, else planned."""
+        beats = [self.monitor.latest_heartbeat(t.active.attempt_id) for t in self.active.values()]
+        running = [b.rows_per_s for b in beats if b is not None and b.rows_per_s > 0]
+        if running:
+            return self.clock_rate(statistics.median(running))
+        seen = [a["rows_per_s"] for a in self.state.attempts(self.spec.job_id) if a["rows_per_s"]]
+        return max(seen) if seen else self.spec.planned_rows_per_s
+
+    def deadline_view(self, row: SegmentRow, *, running: Market | None) -> DeadlineView:
+        assert self.spec.deadline_seconds is not None
+        segment = row.segment_id
+        now = self.clock.now()
+        tracked = self.active.get(segment)
+        beat = self.monitor.latest_heartbeat(tracked.active.attempt_id) if tracked else None
+        if beat is not None:
+            rows_done = beat.rows_done
+        else:
+            if segment not in self._checkpointed:
+                checkpoint = load_checkpoint(self.store, segment)
+                self._checkpointed[segment] = checkpoint.rows_done if checkpoint else 0
+            rows_done = self._checkpointed[segment]
+        rate = max(self.per_instance_rate(), 1e-9)
+        changeover = statistics.median(self.boots_seen) if self.boots_seen else self.spec.changeover_seconds
+        boot_left = max(0.0, changeover - (now - tracked.launched_cloud)) if tracked and beat is None else 0.0
+        return DeadlineView(
+            now_s=now - self.clock.origin, deadline_s=self.spec.deadline_seconds,
+            work_left_s=(row.stop - row.start - rows_done) / rate, changeover_s=changeover,
+            tick_s=self.clock.cloud(self.spec.cycle_seconds), spot_available=now >= self.spot_unavailable_until,
+            running=running, boot_left_s=boot_left, total_work_s=(row.stop - row.start) / rate,
+        )  # fmt: skip
 
     def history(self, segment: str) -> SegmentHistory:
         attempts = [a for a in self.state.attempts(self.spec.job_id, segment) if a["ended_at"] is not None]
@@ -322,6 +418,8 @@ class Controller:
             self.guard.record_actual(label, 0.0)
             self.state.set_failed_launch(job, segment, reason=f"{market}: {error} (history: {error.history})")
             self.not_before[segment] = now + self.spec.relaunch_backoff
+            if market == "spot" and isinstance(error, CapacityError):
+                self.spot_unavailable_until = now + self.spec.relaunch_backoff
             if not isinstance(error, CapacityError):  # a bad template or permissions: retrying will not help
                 self.state.set_failed(job, segment, reason="launch error that is not about capacity")
                 self.failures[segment] = str(error)

@@ -201,6 +201,11 @@ class Fleet:
     def alive(self, job_id: str) -> list[str]:
         return sorted(i for i, info in self.job_instances(job_id).items() if info["state"] not in GONE_STATES)
 
+    def terminate(self, instance_ids: list[str]) -> None:
+        """Ask for termination without waiting (the worker drains on the SIGTERM); confirm later."""
+        if instance_ids:
+            self._call("terminate_instances", InstanceIds=instance_ids)
+
     def terminate_and_confirm(
         self, instance_ids: list[str], timeout: float = CONFIRM_TIMEOUT_SECONDS
     ) -> None:

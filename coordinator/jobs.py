@@ -85,6 +85,16 @@ def run_log(run_dir: Path) -> Iterator[Path]:
         handler.close()
 
 
+def _deadline_record(spec: JobSpec, outcome: JobOutcome, clock: CloudClock) -> dict[str, Any]:
+    if spec.deadline_seconds is None:
+        return {}
+    finished = outcome.ended_cloud - clock.origin
+    return {
+        "deadline_seconds": spec.deadline_seconds,
+        "deadline_met": outcome.succeeded and finished <= spec.deadline_seconds,
+    }
+
+
 def run_job(
     spec: JobSpec,
     *,
@@ -138,6 +148,7 @@ def run_job(
                     "wall_seconds": round(outcome.wall_seconds, 3),
                     "cloud_seconds": round(outcome.ended_cloud - outcome.started_cloud, 3),
                     "api_retries": outcome.api_retries,
+                    **_deadline_record(spec, outcome, clock),
                     **(extra or {}),
                 },
                 indent=2,

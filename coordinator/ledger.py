@@ -26,8 +26,11 @@ from typing import Literal
 
 from coordinator.billing import BillingRule, billed_seconds, cost_usd
 
-EndReason = Literal["done", "interrupted", "lost", "failed", "terminated", "failed-launch"]
+EndReason = Literal["done", "interrupted", "lost", "switched", "failed", "terminated", "failed-launch"]
 INTERRUPTED: frozenset[str] = frozenset({"interrupted", "lost"})
+ENDED_EARLY = INTERRUPTED | {
+    "switched"
+}  # "switched": a deadline policy moved the segment from on-demand to spot
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,7 +59,7 @@ class AttemptRecord:
     @property
     def useful_seconds(self) -> float:
         """Billed time that an uninterrupted run would also have spent."""
-        if self.end_reason not in INTERRUPTED:
+        if self.end_reason not in ENDED_EARLY:
             return float(self.billed_seconds)
         return (
             min(float(self.billed_seconds), self.rows_kept / self.rows_per_s) if self.rows_per_s > 0 else 0.0

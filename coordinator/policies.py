@@ -65,7 +65,7 @@ class RecoveryPolicy:
         raise NotImplementedError
 
     @staticmethod
-    def _on_demand_exhausted(history: SegmentHistory) -> Decision | None:
+    def on_demand_exhausted(history: SegmentHistory) -> Decision | None:
         if history.on_demand_launch_failures >= MAX_ON_DEMAND_LAUNCH_FAILURES:
             return Decision(None, f"{history.on_demand_launch_failures} on-demand launch failures")
         return None
@@ -74,7 +74,7 @@ class RecoveryPolicy:
         """1. on-demand failures past the limit give up; 2. an on-demand launch that failed tries on-demand
         again (a segment placed on on-demand is not moved to spot); 3. spot within its retries stays on
         spot; 4. otherwise fall back to on-demand."""
-        exhausted = self._on_demand_exhausted(history)
+        exhausted = self.on_demand_exhausted(history)
         if exhausted is not None:
             return exhausted
         if cause == "failed-launch" and history.last_market == "on-demand":
@@ -107,7 +107,7 @@ class OnDemand(RecoveryPolicy):
         return "on-demand"
 
     def recover(self, history: SegmentHistory, cause: Cause) -> Decision:
-        return self._on_demand_exhausted(history) or Decision("on-demand", f"{cause}: on-demand again")
+        return self.on_demand_exhausted(history) or Decision("on-demand", f"{cause}: on-demand again")
 
 
 @register

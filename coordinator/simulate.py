@@ -30,6 +30,7 @@ from botocore.config import Config
 from coordinator.budget import BudgetGuard
 from coordinator.clock import CloudClock
 from coordinator.controller import JobSpec, SegmentStatus
+from coordinator.deadline_policies import DEFAULT_RESERVE_HOURS
 from coordinator.emulator import emulator_session
 from coordinator.infra import Infrastructure, alive_project_instances, emulator_infrastructure
 from coordinator.jobs import CloudTarget, RunResult, run_job
@@ -43,7 +44,7 @@ from coordinator.traces import AvailabilityTrace
 from inference.dataset import write_dataset
 from inference.errors import SpotbatchError
 
-CONFIGURATIONS = ("on-demand", "spot-only", "hybrid")
+CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")
 DATASET_KEY = "data/sentences.parquet"
 # Wall-clock settings of a simulated run, chosen for 10 workers sharing 2 cores (see README, "make simulate")
 # Every poll is a request to moto or the metadata server, and those share the 2 cores with the workers:
@@ -53,6 +54,7 @@ HEARTBEAT_EVERY = 1.0  # wall: a beat every 30 cloud seconds at scale 30
 NOTICE_POLL_EVERY = 0.5  # wall: a notice is seen within 15 cloud seconds of its 120
 HEARTBEAT_TIMEOUT = 8.0  # wall: 8 missed beats (4 cloud minutes at scale 30)
 BOOT_TIMEOUT = 60.0  # wall: a forked worker heartbeats within 1-5 s even on a loaded machine
+CHANGEOVER = 3.0  # wall: a forked worker's launch to first heartbeat, planned until the job measures it
 log = logging.getLogger("coordinator.simulate")
 
 
@@ -65,7 +67,9 @@ class SimulationSettings:
     out_dir: Path
     model: Path
     dataset: Path
-    runs: dict[str, int] = field(default_factory=lambda: {"on-demand": 3, "spot-only": 10, "hybrid": 10})
+    runs: dict[str, int] = field(
+        default_factory=lambda: {"on-demand": 3, "spot-only": 8, "hybrid": 8, "deadline": 8}
+    )
     rows: int = 10_000
     segments: int = 10
     time_scale: float = 30.0  # a 2-minute notice is 4 wall seconds: a loaded worker drains in time
@@ -88,12 +92,19 @@ class SimulationSettings:
     # run name -> cloud seconds after the start at which to interrupt one running spot instance (tests)
     forced_hard: bool = False  # forced interruptions are hard kills (SIGKILL + terminate), not notices
     cycle_seconds: float = CYCLE_SECONDS  # the coordinator's look interval (wall)
+    # the deadline configuration's deadline: this many times the mean on-demand job time of the same matrix
+    # (measured first, so it follows the machine's speed), or a fixed number of cloud seconds
+    deadline_factor: float = 1.5
+    deadline_seconds: float | None = None
+    deadline_reserve_hours: float = DEFAULT_RESERVE_HOURS
 
     def policy_options(self, config: str) -> dict[str, float]:
         if config == "spot-only":
             return {"max_spot_retries": self.spot_only_max_retries}
         if config == "hybrid":
             return {"spot_share": self.spot_share, "max_spot_retries": self.hybrid_max_spot_retries}
+        if config == "deadline":
+            return {"reserve_hours": self.deadline_reserve_hours}
         return {}
 
     def describe_interruptions(self) -> str:
@@ -180,14 +191,45 @@ def run_matrix(
         for number, (name, config) in enumerate(plan, start=1):
             if on_run is not None:
                 on_run(name, number, len(plan))
+            deadline = deadline_for(settings, results) if config == "deadline" else None
             results.append(
-                _one_run(settings, infra, direct_ec2, s3, proxy, imds, guard, trace, name, config, on_cycle)
+                _one_run(
+                    settings,
+                    infra,
+                    direct_ec2,
+                    s3,
+                    proxy,
+                    imds,
+                    guard,
+                    trace,
+                    name,
+                    config,
+                    on_cycle,
+                    deadline,
+                )
             )
     left = alive_project_instances(direct_ec2)
     if left:
         raise SimulationError(f"instances of the project alive after the matrix: {', '.join(left)}")
     log.info("re-listed the project's instances after %d runs: none alive", len(results))
     return results
+
+
+def deadline_for(settings: SimulationSettings, earlier: list[SimulatedRun]) -> float:
+    """Cloud seconds: the fixed deadline, or `deadline_factor` x the mean on-demand job time measured so far."""
+    if settings.deadline_seconds is not None:
+        return settings.deadline_seconds
+    times = [
+        r.result.outcome.ended_cloud - r.result.outcome.started_cloud
+        for r in earlier
+        if r.configuration == "on-demand"
+    ]
+    if not times:
+        raise SimulationError(
+            "the deadline configuration needs on-demand runs before it (its deadline is a multiple of their "
+            "job time) or a fixed deadline (--deadline-minutes)"
+        )
+    return settings.deadline_factor * sum(times) / len(times)
 
 
 def _write_record(settings: SimulationSettings, result: dict[str, Any] | None) -> None:
@@ -216,6 +258,7 @@ def _one_run(
     name: str,
     config: str,
     on_cycle: Callable[[list[SegmentStatus]], None] | None,
+    deadline: float | None = None,
 ) -> SimulatedRun:
     run_dir = settings.out_dir / name
     job_id = f"{settings.out_dir.name}-{name}"
@@ -231,6 +274,7 @@ def _one_run(
         job_id=job_id, input_key=DATASET_KEY, rows=settings.rows, segments=settings.segments, policy=config,
         policy_options=settings.policy_options(config), planned_rows_per_s=settings.planned_rows_per_s / settings.time_scale,
         cycle_seconds=settings.cycle_seconds, heartbeat_timeout=HEARTBEAT_TIMEOUT, boot_timeout=BOOT_TIMEOUT,
+        deadline_seconds=deadline, changeover_seconds=CHANGEOVER * settings.time_scale,
     )  # fmt: skip
     worker_settings = WorkerSettings(
         bucket=str(infra.outputs["bucket"]), model=str(settings.model.resolve()), aws_env=dict(infra.env),

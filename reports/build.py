@@ -42,7 +42,7 @@ def results_table(rows: list[ConfigRow]) -> Block:
     header = (
         "configuration", "runs", "time mean / median / p90 (cloud min)", "cost per run mean (sd; min-max)",
         "cost per 1,000 rows", "interruptions per run", "rows redone", "segments done / total",
-        "reliability (rows exactly once)", "savings vs on-demand",
+        "reliability (rows exactly once)", "savings vs on-demand", "deadlines met",
     )  # fmt: skip
     body = tuple(
         (
@@ -58,6 +58,7 @@ def results_table(rows: list[ConfigRow]) -> Block:
             "baseline"
             if r.configuration == "on-demand"
             else (f"{r.savings_pct:.1f}%" if r.savings_pct is not None else "n/a"),
+            f"{r.deadlines_met} / {r.deadlines_total}" if r.deadlines_total else "-",
         )
         for r in rows
     )

@@ -18,9 +18,15 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from reports.runs import Run, RunsFolder
+from reports.runs import CONFIGURATIONS, Run, RunsFolder
 
-COLOURS = {"on-demand": "#4c72b0", "spot-only": "#dd8452", "hybrid": "#55a868", "spot": "#dd8452"}
+COLOURS = {
+    "on-demand": "#4c72b0",
+    "spot-only": "#dd8452",
+    "hybrid": "#55a868",
+    "deadline": "#8172b3",
+    "spot": "#dd8452",
+}
 DPI = 110
 INTERRUPTED = ("interrupted", "lost")
 
@@ -33,7 +39,7 @@ def _save(figure: Figure, path: Path) -> Path:
 
 
 def _by_config(folder: RunsFolder) -> list[tuple[str, list[Run]]]:
-    return [(c, folder.of(c)) for c in ("on-demand", "spot-only", "hybrid") if folder.of(c)]
+    return [(c, folder.of(c)) for c in CONFIGURATIONS if folder.of(c)]
 
 
 def cost_per_run(folder: RunsFolder, path: Path) -> Path:

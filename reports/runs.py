@@ -15,7 +15,7 @@ from typing import Any
 from coordinator.ledger import AttemptRecord, JobSummary, read_ledger
 from inference.errors import SpotbatchError
 
-CONFIGURATIONS = ("on-demand", "spot-only", "hybrid")
+CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")  # as coordinator.simulate runs them
 
 
 class ReportError(SpotbatchError):
@@ -43,6 +43,12 @@ class Run:
     @property
     def cost_usd(self) -> float:
         return self.summary.total_cost_usd
+
+    @property
+    def deadline_met(self) -> bool | None:
+        """None: the run had no deadline (only deadline policies get one)."""
+        met = self.record.get("deadline_met")
+        return None if met is None else bool(met)
 
     @property
     def cloud_seconds(self) -> float:

@@ -42,6 +42,8 @@ class ConfigRow:
     rows_total: int
     savings_pct: float | None  # None without on-demand runs to compare with
     spot_share: float  # of the attempts' billed hours spent on spot
+    deadlines_met: int  # runs that finished by their deadline ...
+    deadlines_total: int  # ... of the runs that had one
 
     @property
     def reliability_pct(self) -> float:
@@ -67,6 +69,7 @@ def config_row(configuration: str, runs: list[Run], on_demand_mean: float | None
         rows_once=sum(r.rows_exactly_once for r in runs), rows_total=rows_total,
         savings_pct=(on_demand_mean - mean) / on_demand_mean * 100 if on_demand_mean else None,
         spot_share=spot_hours / all_hours if all_hours else 0.0,
+        deadlines_met=sum(r.deadline_met is True for r in runs), deadlines_total=sum(r.deadline_met is not None for r in runs),
     )  # fmt: skip
 
 
@@ -124,6 +127,13 @@ def conclusions(rows: list[ConfigRow], settings: dict[str, object] | None = None
         lines.append(
             f"Savings target (>= {SAVINGS_TARGET_PCT:g}%) for {r.configuration}: {savings}, {verdict}."
         )
+    for r in rows:
+        if r.deadlines_total:
+            lines.append(
+                f"Deadline for {r.configuration}: met in {r.deadlines_met} of {r.deadlines_total} runs "
+                f"(the deadline is {(settings or {}).get('deadline_factor', '?')}x the mean on-demand job time of the "
+                "matrix unless a fixed one was given)."
+            )
     for r in rows:
         verdict = "met" if reliability_met[r.configuration] else "not met"
         lines.append(

@@ -36,7 +36,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--input-key", required=True, help="the dataset's key in the stack's bucket")
     run.add_argument("--rows", type=int, required=True, help="rows in the dataset")
     run.add_argument("--segments", type=int, default=10)
-    run.add_argument("--policy", default="hybrid", help="on-demand, spot-only or hybrid")
+    run.add_argument(
+        "--policy", default="hybrid",
+        help="on-demand, spot-only, hybrid, or a deadline policy (deadline, greedy, safety-greedy, uniform-progress)",
+    )  # fmt: skip
+    run.add_argument("--deadline-minutes", type=float, help="cloud minutes from the start; deadline policies")
+    run.add_argument(
+        "--reserve-hours", type=float, help="the deadline policy's slack kept for returns to spot"
+    )
     run.add_argument("--spot-share", type=float, help="hybrid: share of segments that start on spot")
     run.add_argument("--max-spot-retries", type=int)
     run.add_argument("--instance-type", default="p3.2xlarge", help="priced from the price table")
@@ -87,11 +94,14 @@ def run_command(args: argparse.Namespace) -> int:
         options["spot_share"] = args.spot_share
     if args.max_spot_retries is not None:
         options["max_spot_retries"] = args.max_spot_retries
+    if args.reserve_hours is not None:
+        options["reserve_hours"] = args.reserve_hours
     spec = JobSpec(
         job_id=args.job_id, input_key=args.input_key, rows=args.rows, segments=args.segments, policy=args.policy,
         policy_options=options, region=args.region, instance_type=args.instance_type,
         planned_rows_per_s=args.planned_rows_per_s / args.time_scale, cycle_seconds=args.cycle_seconds,
         heartbeat_timeout=args.heartbeat_timeout, boot_timeout=args.boot_timeout,
+        deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
     )  # fmt: skip
     session = boto3.session.Session(region_name=outputs.get("region") or args.region)
     ec2 = session.client(

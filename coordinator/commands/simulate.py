@@ -8,11 +8,23 @@ import logging
 import statistics
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from coordinator.paths import default_dataset_path, default_model_dir, runs_dir
 
-QUICK: dict[str, str | int] = {"runs": "on-demand=1,spot-only=2,hybrid=2", "rows": 2_000, "segments": 4}
-FULL: dict[str, str | int] = {"runs": "on-demand=3,spot-only=10,hybrid=10", "rows": 10_000, "segments": 10}
+if TYPE_CHECKING:
+    from coordinator.simulate import SimulatedRun
+
+QUICK: dict[str, str | int] = {
+    "runs": "on-demand=1,spot-only=2,hybrid=2,deadline=2",
+    "rows": 2_000,
+    "segments": 4,
+}
+FULL: dict[str, str | int] = {
+    "runs": "on-demand=3,spot-only=8,hybrid=8,deadline=8",
+    "rows": 10_000,
+    "segments": 10,
+}
 
 
 def parse_runs(text: str) -> dict[str, int]:
@@ -29,7 +41,7 @@ def parse_runs(text: str) -> dict[str, int]:
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sim = commands.add_parser(
         "simulate",
-        help="the experiment matrix on the embedded AWS (moto): on-demand, spot-only and hybrid runs",
+        help="the experiment matrix on the embedded AWS (moto): on-demand, spot-only, hybrid and deadline runs",
         description="Emulator up, stack applied, then N runs per configuration with real workers and "
         "injected interruptions; every run's ledger, events and predictions under --out; everything "
         "destroyed and re-listed at the end. QUICK sizes: " + ", ".join(f"{k}={v}" for k, v in QUICK.items()),
@@ -64,6 +76,13 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--budget-usd", type=float, default=2_000.0, help="ceiling for the matrix's simulated dollars"
     )
     sim.add_argument(
+        "--deadline-factor", type=float, default=1.5,
+        help="deadline runs: deadline = this x the mean on-demand job time of the matrix (default 1.5)",
+    )  # fmt: skip
+    sim.add_argument(
+        "--deadline-minutes", type=float, help="deadline runs: a fixed deadline in cloud minutes"
+    )
+    sim.add_argument(
         "--no-mlflow", action="store_true", help="skip the MLflow runs (the ledgers are written anyway)"
     )
     sim.set_defaults(handler=simulate_command)
@@ -92,6 +111,8 @@ def simulate_command(args: argparse.Namespace) -> int:
         time_scale=args.time_scale, interruption_probability=args.interruption_probability,
         interruption_interval=args.interruption_interval, trace=args.trace, trace_one_means=args.trace_one_means,
         seed=args.seed, boot=args.boot, budget_usd=args.budget_usd, mlflow=not args.no_mlflow,
+        deadline_factor=args.deadline_factor,
+        deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
     )  # fmt: skip
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     print(
@@ -114,11 +135,11 @@ def simulate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def summary_table(results: list) -> str:  # type: ignore[type-arg]
+def summary_table(results: list[SimulatedRun]) -> str:
     """Per configuration: runs, mean cost, savings vs the on-demand runs' mean, interruptions (attempts cut
     short), notices served by the injector (a notice can reach a worker that then finishes in its grace
-    period), rows exactly once."""
-    by_config: dict[str, list] = {}  # type: ignore[type-arg]
+    period), rows exactly once, segments done, deadlines met (runs that had one)."""
+    by_config: dict[str, list[SimulatedRun]] = {}
     for r in results:
         by_config.setdefault(r.configuration, []).append(r)
     costs = {
@@ -126,14 +147,17 @@ def summary_table(results: list) -> str:  # type: ignore[type-arg]
     }
     baseline = statistics.mean(costs["on-demand"]) if costs.get("on-demand") else None
     lines = [
-        "| configuration | runs | mean cost (sim $) | savings vs on-demand | interruptions/run | rows exactly once | segments done |",
-        "|---|---|---|---|---|---|---|",
+        "| configuration | runs | mean cost (sim $) | savings vs on-demand | interruptions/run | notices/run | rows exactly once | segments done | deadlines met |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for config, runs in by_config.items():
         mean = statistics.mean(costs[config])
         savings = f"{(baseline - mean) / baseline * 100:.1f}%" if baseline else "n/a"
         rows = sum(r.result.merge.rows if r.result.merge else 0 for r in runs)
-        wanted = sum(json.loads((r.result.run_dir / "run.json").read_text())["spec"]["rows"] for r in runs)
+        records = [json.loads((r.result.run_dir / "run.json").read_text()) for r in runs]
+        wanted = sum(record["spec"]["rows"] for record in records)
+        with_deadline = [record["deadline_met"] for record in records if "deadline_met" in record]
+        deadlines = f"{sum(with_deadline)}/{len(with_deadline)}" if with_deadline else "-"
         done = sum(r.result.outcome.segments_done for r in runs)
         total = sum(r.result.outcome.segments_total for r in runs)
         cut_short = statistics.mean(
@@ -141,7 +165,7 @@ def summary_table(results: list) -> str:  # type: ignore[type-arg]
         )
         lines.append(
             f"| {config} | {len(runs)} | {mean:.2f} | {savings} | {cut_short:.1f} "
-            f"| {statistics.mean(r.interruptions for r in runs):.1f} | {rows}/{wanted} | {done}/{total} |"
+            f"| {statistics.mean(r.interruptions for r in runs):.1f} | {rows}/{wanted} | {done}/{total} | {deadlines} |"
         )
     return "\n".join(lines)
 

@@ -250,3 +250,47 @@ def test_trace_replay_interrupts_spot_and_refuses_spot_launches_while_unavailabl
         pq.read_table(sentences_parquet).column("id").to_pylist()
     )
     assert alive(str(stack.endpoint), "t-hybrid-01") == []
+
+
+def test_deadline_policy_goes_on_demand_in_an_outage_and_back_to_spot_after_it(
+    stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
+) -> None:
+    """Spot is gone for 3 of every 8 cloud minutes; two segments of ~15 cloud minutes each (time scale 60)
+    see at least one outage. With a 1-hour deadline the slack is below the policy's 1-hour reserve, so an
+    outage sends a segment to on-demand rather than waiting; when spot is back (a minute after the refused
+    launch) the slack still pays two changeovers, so the on-demand instance is stopped (it drains to its
+    checkpoint) and the segment continues on spot."""
+    trace = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "outage-every-8-min.json"
+    (run,) = run_matrix(
+        settings(tmp_path, busy_model_dir, sentences_parquet, runs={"deadline": 1}, trace=trace,
+                 deadline_seconds=3600.0, segments=2, time_scale=60.0),
+        stack,
+    )  # fmt: skip
+    outcome = run.result.outcome
+    assert outcome.succeeded, outcome.failures
+    record = json.loads((run.result.run_dir / "run.json").read_text())
+    assert record["deadline_seconds"] == 3600.0 and record["deadline_met"] is True
+    switched = [a for a in outcome.attempts if a.end_reason == "switched"]
+    assert switched and all(a.market == "on-demand" for a in switched), [
+        (a.market, a.end_reason) for a in outcome.attempts
+    ]
+
+    def continued_on_spot(switch: Any) -> bool:
+        later = [
+            a
+            for a in outcome.attempts
+            if a.segment_id == switch.segment_id and a.launched_at > switch.launched_at
+        ]
+        return bool(later) and later[0].market == "spot"
+
+    # the next instance after a switch is spot (a spot launch refused in a new outage may send it to on-demand)
+    assert any(continued_on_spot(a) for a in switched), [
+        (a.segment_id, a.market, a.end_reason) for a in outcome.attempts
+    ]
+    reasons = [e["reason"] for e in events(run.result.run_dir)]
+    assert any(r.startswith("switched to spot: checkpoint written") for r in reasons)
+    assert any(r.startswith("deadline: spot (slack") for r in reasons)
+    assert sorted(predictions(run.result.run_dir)) == sorted(
+        pq.read_table(sentences_parquet).column("id").to_pylist()
+    )
+    assert alive(str(stack.endpoint), "t-deadline-01") == []

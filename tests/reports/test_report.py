@@ -21,7 +21,7 @@ from coordinator.simulate import SimulationSettings, run_matrix
 from reports.build import build_report
 from reports.runs import ReportError, load_runs
 
-RUNS = {"on-demand": 1, "spot-only": 1, "hybrid": 2}
+RUNS = {"on-demand": 1, "spot-only": 1, "hybrid": 2, "deadline": 1}
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +70,12 @@ def test_tables_match_the_ledgers_and_charts_are_sane(runs_folder: Path, tmp_pat
         line for line in report.splitlines() if line.startswith("| hybrid |")
     )
     assert "Recommended: **" in report and "Savings target (>= 60%)" in report
+    met = json.loads((runs_folder / "deadline-01" / "run.json").read_text())["deadline_met"]
+    assert next(line for line in report.splitlines() if line.startswith("| deadline |")).endswith(
+        f"| {int(met)} / 1 |"
+    )
+    assert f"Deadline for deadline: met in {int(met)} of 1 runs" in report
+    assert next(line for line in report.splitlines() if line.startswith("| hybrid |")).endswith("| - |")
     assert set(paths.charts) == {"cost_per_run", "wall_time", "cumulative_cost", "hybrid_timeline"}
     for chart in paths.charts.values():
         width, height = png_size(chart)

@@ -8,13 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def test_simulate_quick_matrix_through_the_cli(
     terraform_ready: None, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
 ) -> None:
     out = tmp_path / "runs" / "sim"
     result = subprocess.run(
-        [sys.executable, "-m", "coordinator", "simulate", "--quick", "--runs", "on-demand=1,spot-only=1,hybrid=1",
+        [sys.executable, "-m", "coordinator", "simulate", "--quick", "--runs", "on-demand=1,spot-only=1,hybrid=1,deadline=1",
          "--rows", "1500", "--model", str(tiny_model_dir), "--dataset", str(sentences_parquet), "--out", str(out),
          "--interruption-probability", "0.5", "--seed", "3"],
         capture_output=True, text=True, timeout=900,
@@ -23,9 +25,15 @@ def test_simulate_quick_matrix_through_the_cli(
     assert "instances left: 0 (re-listed)" in result.stdout
     assert "| hybrid | 1 |" in result.stdout and "1500/1500" in result.stdout
     record = json.loads((out / "simulation.json").read_text())
-    assert record["result"]["runs"] == 3 and record["result"]["instances_left"] == 0
+    assert record["result"]["runs"] == 4 and record["result"]["instances_left"] == 0
+    assert record["deadline_factor"] == 1.5
     assert "random: 50% per 300 cloud s" in record["interruption_model"]
-    for name in ("on-demand-01", "spot-only-01", "hybrid-01"):
+    deadline_run = json.loads((out / "deadline-01" / "run.json").read_text())
+    on_demand_run = json.loads((out / "on-demand-01" / "run.json").read_text())
+    # the deadline is 1.5x the on-demand run's job time (launch to end, in cloud seconds)
+    assert deadline_run["deadline_seconds"] == pytest.approx(1.5 * on_demand_run["cloud_seconds"], rel=0.01)
+    assert "| deadline | 1 |" in result.stdout
+    for name in ("on-demand-01", "spot-only-01", "hybrid-01", "deadline-01"):
         run = json.loads((out / name / "run.json").read_text())
         assert run["segments_done"] == run["segments_total"] == 4 and run["rows_merged"] == 1500
         assert (out / name / "ledger.jsonl").is_file() and (out / name / "events.jsonl").is_file()
