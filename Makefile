@@ -24,7 +24,7 @@ data: setup  ## the default 10,000-sentence dataset (downloads the vaderSentimen
 model: data  ## fine-tune the offline MiniLM sentiment classifier (3 of 6 layers; about 2 minutes on 2 cores, once)
 	$(SPOTBATCH) model build
 
-simulate: model  ## the main job: moto + stack, 3 on-demand, 10 spot-only, 10 hybrid runs (about 20 min); QUICK=1: a few minutes
+simulate: model  ## the main job: moto + stack, 3 on-demand, 8 spot-only, 8 hybrid, 8 deadline runs (about 25 min); QUICK=1: a few minutes
 	$(SPOTBATCH) simulate $(if $(QUICK),--quick)
 
 report: setup  ## comparison_report.md + charts + HTML under reports/out, from the newest runs/simulate-* folder
