@@ -8,7 +8,7 @@ SPOTBATCH := $(BIN)/spotbatch
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS := 1
 
-.PHONY: setup data model simulate report report-check test check lint typecheck tf-fmt checkov bench infra apply-real destroy-real image clean
+.PHONY: setup ssh-tools data model simulate whatif burst burst-down report report-check test check lint typecheck tf-fmt checkov bench infra apply-real destroy-real image clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,16 @@ model: data  ## fine-tune the offline MiniLM sentiment classifier (3 of 6 layers
 simulate: model  ## the main job: moto + stack, 3 on-demand, 8 spot-only, 8 hybrid, 8 deadline runs (about 25 min); QUICK=1: a few minutes
 	$(SPOTBATCH) simulate $(if $(QUICK),--quick)
 
+whatif: setup  ## policies on a virtual clock against spot traces: TRACES=<folder or file> (default ../shared/data/spot-traces/...)
+	$(SPOTBATCH) whatif --trace "$(or $(TRACES),../shared/data/spot-traces/aws-02-15-2023)" --work-hours 10 --deadline-hours 16 --runs 20
+
+burst: model ssh-tools  ## one GPU box round trip; default against local stand-ins (Lambda API + sshd); REAL=1 SSH_KEY_NAME=.. SSH_KEY=.. for Lambda Cloud
+	$(SPOTBATCH) burst payload
+	$(SPOTBATCH) burst $(if $(REAL),--ssh-key-name "$(SSH_KEY_NAME)" --ssh-key "$(SSH_KEY)",--stand-in)
+
+burst-down: setup  ## teardown of a burst whose process died: RUN_DIR=runs/burst/<name>
+	$(SPOTBATCH) burst down --run-dir "$(RUN_DIR)"
+
 report: setup  ## comparison_report.md + charts + HTML under reports/out, from the newest runs/simulate-* folder
 	$(SPOTBATCH) report
 
@@ -35,7 +45,13 @@ report-check: report  ## open the HTML report in headless Chromium (Debian chrom
 	chromium --headless --no-sandbox --disable-gpu --window-size=1200,2400 --screenshot=reports/out/screenshot.png "file://$(CURDIR)/reports/out/comparison_report.html"
 	@test -s reports/out/screenshot.png && echo "screenshot: reports/out/screenshot.png"
 
-test: setup  ## every test, slow end-to-end ones included
+ssh-tools:  ## sshd, ssh and rsync for the burst tests (Debian packages; installed if missing and apt-get can)
+	@command -v rsync >/dev/null && { command -v sshd >/dev/null || test -x /usr/sbin/sshd; } || \
+	  { echo "apt-get install -y openssh-server openssh-client rsync"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openssh-server openssh-client rsync \
+	    || echo "could not install them: the burst tests that need sshd will skip and say why"; }
+
+test: setup ssh-tools  ## every test, slow end-to-end ones included
 	$(BIN)/pytest
 
 lint: setup
@@ -74,6 +90,7 @@ bench: model  ## benchmarks: each prints a ratio against a baseline measured in 
 	$(BIN)/python -m bench.worker_throughput
 	$(BIN)/python -m bench.recovery
 	$(BIN)/python -m bench.scale
+	$(BIN)/python -m bench.policies
 
 clean:
 	rm -rf build runs reports/out .mypy_cache .ruff_cache .pytest_cache

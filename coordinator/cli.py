@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from coordinator.budget import DEFAULT_CEILING_USD, BudgetGuardExceeded
+from coordinator.commands import burst as burst_commands
 from coordinator.commands import run as run_command
 from coordinator.commands import simulate as simulate_commands
 from coordinator.commands import whatif as whatif_command
@@ -412,6 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate_commands.add_parsers(commands)
     run_command.add_parser(commands)
     whatif_command.add_parser(commands)
+    burst_commands.add_parser(commands)
     report = commands.add_parser(
         "report", help="the comparison report (markdown + charts + HTML) from a runs folder"
     )

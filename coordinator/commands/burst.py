@@ -1,0 +1,184 @@
+"""`spotbatch burst`: one rented GPU box (Lambda Cloud) from launch to confirmed-gone, cost on the record.
+
+    spotbatch burst payload [--rows 2000]           build the allow-listed payload folder (build/burst-payload)
+    spotbatch burst --ssh-key-name me --ssh-key ~/.ssh/lambda [--instance-type ...] [--hours 0.5]
+    spotbatch burst --stand-in                      the same round trip against local stand-ins: Lambda's
+                                                    API served on 127.0.0.1 and a local sshd as the box
+    spotbatch burst --dry-run                       the plan and the estimate; touches nothing
+    spotbatch burst down --run-dir runs/burst/<name>  teardown from instance.json, for a run that died
+
+The API key is read from LAMBDA_API_KEY and used only in the Authorization header. Every run ends by
+terminating the box and re-listing until it is gone, whatever failed (Ctrl-C and SIGTERM included), then
+logs its cost (ledger, MLflow, the budget guard's spend log). Exit codes: 0 done, 1 the run failed after
+launch (the box is gone), 2 bad input, 3 refused by the budget guard, 4 refused by pre-flight, 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import secrets
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+
+from coordinator.paths import build_dir, default_dataset_path, default_model_dir, runs_dir, spend_log_path
+
+DEFAULT_TYPE = "gpu_1x_a100_sxm4_80gb"
+DEFAULT_REGION = "us-east-1"
+DEFAULT_HOURS = (
+    0.5  # a smoke run and a 10,000-row job take minutes on an A100; half an hour is the reservation
+)
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    burst = commands.add_parser(
+        "burst", help="rent one GPU box (Lambda Cloud): launch, parity, sync, smoke, job, pull back, terminate",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    burst.add_argument(
+        "--payload", type=Path, default=None, help="allow-listed folder (default build/burst-payload)"
+    )
+    burst.add_argument("--instance-type", default=DEFAULT_TYPE)
+    burst.add_argument("--region", default=DEFAULT_REGION)
+    burst.add_argument("--hours", type=float, default=DEFAULT_HOURS, help="planned hours, for the estimate")
+    burst.add_argument("--ssh-key-name", help="the SSH key's name at the provider")
+    burst.add_argument("--ssh-key", type=Path, help="its private key here")
+    burst.add_argument("--ssh-user", default="ubuntu")
+    burst.add_argument("--remote-python", default="python3")
+    burst.add_argument("--run-dir", type=Path, help="default runs/burst/<name>")
+    burst.add_argument(
+        "--ceiling", type=float, default=None, help="budget ceiling in USD (default 5, or the env)"
+    )
+    burst.add_argument("--override", action="append", default=[], metavar="NAME=REASON")
+    burst.add_argument(
+        "--dry-run", action="store_true", help="print the plan and the estimate; touch nothing"
+    )
+    burst.add_argument(
+        "--stand-in", action="store_true", help="local Lambda API stand-in and a local sshd box"
+    )
+    burst.add_argument("--boot-timeout", type=float, default=None, help="seconds to wait for active + SSH")
+    burst.set_defaults(handler=burst_command)
+    actions = burst.add_subparsers(dest="burst_action", metavar="ACTION")
+    down = actions.add_parser("down", help="terminate and confirm the box of a run, from its instance.json")
+    down.add_argument("--run-dir", type=Path, required=True, dest="down_run_dir")
+    down.set_defaults(handler=down_command)
+    payload = actions.add_parser("payload", help="build the payload folder: code, model, data slice, lock")
+    payload.add_argument("--out", type=Path, default=None, help="default build/burst-payload")
+    payload.add_argument("--rows", type=int, default=2_000)
+    payload.add_argument("--model", type=Path, default=None)
+    payload.add_argument("--dataset", type=Path, default=None)
+    payload.set_defaults(handler=payload_command)
+
+
+def payload_command(args: argparse.Namespace) -> int:
+    from coordinator.burst_payload import build_payload
+
+    out = args.out or build_dir() / "burst-payload"
+    build_payload(out, model_dir=args.model or default_model_dir(), dataset=args.dataset or default_dataset_path(), rows=args.rows)  # fmt: skip
+    files = [p for p in out.rglob("*") if p.is_file()]
+    print(f"payload {out}: {len(files)} files, {sum(p.stat().st_size for p in files) / 1e6:.1f} MB")
+    return 0
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the run like Ctrl-C: through the teardown."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def burst_command(args: argparse.Namespace) -> int:
+    from coordinator.budget import DEFAULT_CEILING_USD, BudgetGuard
+    from coordinator.burst import BURST_PREFIX, BurstFailed, BurstPlan, run_burst
+    from coordinator.ledger import default_tracking_uri
+    from coordinator.preflight import parse_overrides
+    from coordinator.pricing import PriceTable
+    from coordinator.providers.lambda_cloud import LambdaCloud
+
+    name = f"{BURST_PREFIX}{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    run_dir = (args.run_dir or runs_dir() / "burst" / name).resolve()
+    payload = (args.payload or build_dir() / "burst-payload").resolve()
+    table_row = PriceTable.load().lookup("lambda", "us", args.instance_type, "on-demand")
+    plan = BurstPlan(
+        name=name, provider="lambda", instance_type=args.instance_type, region=args.region, gpus=table_row.gpus,
+        rate_per_gpu_hour=table_row.usd_per_hour, price_date=table_row.snapshot_date, planned_hours=args.hours,
+        payload=payload, ssh_key_name=args.ssh_key_name or "", ssh_private_key=args.ssh_key or Path("-"),
+        run_dir=run_dir, ssh_user=args.ssh_user, remote_python=args.remote_python,
+        overrides=parse_overrides(args.override),
+    )  # fmt: skip
+    if args.boot_timeout is not None:
+        plan = replace(plan, boot_timeout=args.boot_timeout)
+    if args.dry_run:
+        print(
+            "dry run (nothing is launched, authorized or written); prices from the table, the run uses the live ones:"
+        )
+        print(plan.describe())
+        return 0
+    with contextlib.ExitStack() as stack:
+        if args.stand_in:
+            from coordinator.sim.lambda_standin import LambdaStandIn
+            from coordinator.sim.local_sshd import LocalSshd
+
+            key = secrets.token_urlsafe(24)
+            api = stack.enter_context(LambdaStandIn(api_key=key))
+            box = stack.enter_context(LocalSshd(run_dir / "box"))
+            cloud = LambdaCloud(api_key=key, base_url=api.api_url, backoff_seconds=0.2)
+            plan = replace(
+                plan, ssh_key_name="standin-key", ssh_private_key=box.client_key, ssh_user=box.user, ssh_port=box.port,
+                remote_python=sys.executable, remote_root=str(run_dir / "box" / "home"), poll_seconds=0.2,
+            )  # fmt: skip
+            spend_log = run_dir / "spend_log.jsonl"  # simulated dollars stay out of the real spend log
+            print(f"stand-ins: Lambda API {api.api_url}, box {box.user}@127.0.0.1:{box.port}")
+        else:
+            if not args.ssh_key_name or not args.ssh_key:
+                print(
+                    "error: --ssh-key-name and --ssh-key are required (or --stand-in, or --dry-run)",
+                    file=sys.stderr,
+                )
+                return 2
+            cloud = LambdaCloud()
+            spend_log = spend_log_path()
+        offer = cloud.instance_types().get(plan.instance_type)
+        if offer is not None:  # the price of the day, from the provider itself
+            plan = replace(plan, rate_per_gpu_hour=offer.usd_per_gpu_hour, gpus=offer.gpus, price_date=datetime.now(UTC).date())  # fmt: skip
+        guard = BudgetGuard(args.ceiling if args.ceiling is not None else DEFAULT_CEILING_USD, spend_log)
+        started = time.monotonic()
+        try:
+            with sigterm_as_interrupt():
+                outcome = run_burst(plan, cloud, guard, tracking_uri=default_tracking_uri(runs_dir()))
+        except BurstFailed as error:
+            print(f"burst failed (the box was terminated and confirmed gone): {error}", file=sys.stderr)
+            return 1
+        cost = f"${outcome.cost.cost_usd:.4f}" if outcome.cost else "$0"
+        print(
+            f"burst {name}: done in {time.monotonic() - started:.1f} s, {cost}; artifacts in {outcome.artifacts}"
+        )
+    return 0
+
+
+def down_command(args: argparse.Namespace) -> int:
+    from coordinator.budget import DEFAULT_CEILING_USD, BudgetGuard
+    from coordinator.burst import burst_down
+    from coordinator.ledger import default_tracking_uri
+    from coordinator.providers.lambda_cloud import LambdaCloud
+
+    run_dir = args.down_run_dir
+    spend_log = run_dir / "spend_log.jsonl" if (run_dir / "spend_log.jsonl").exists() else spend_log_path()
+    guard = BudgetGuard(args.ceiling if args.ceiling is not None else DEFAULT_CEILING_USD, spend_log)
+    cost = burst_down(run_dir, LambdaCloud(), guard, tracking_uri=default_tracking_uri(runs_dir()))
+    logged = f"${cost.cost_usd:.4f}" if cost else "already logged, or there was no box"
+    print(f"burst down: the box of {run_dir} is gone; cost {logged}")
+    return 0

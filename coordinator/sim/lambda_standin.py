@@ -1,0 +1,210 @@
+"""Simulator only: a local stand-in for Lambda Cloud's REST API (there is no emulator to run).
+
+It answers the five calls of `providers/lambda_cloud.py` with the JSON shapes of Lambda's published API
+(`{"data": ...}`, errors as `{"error": {"code", "message", "suggestion"}}`, an HTTP `Date` header), checks
+the bearer key, and keeps instances in memory: `booting` for `boot_seconds`, then `active` with an IP that
+points at a box the caller provides (a local sshd: `ip`, the port is the caller's business); terminate
+makes them `terminating`, then `terminated` on the next read.
+
+Faults for tests, each used up as it fires:
+    rate_limit_next=N           the next N requests get 429 with Retry-After: 0
+    launch_error_after_create=N the next N launches create the instance, then answer HTTP 500
+    terminate_failures=N        the next N terminate calls answer HTTP 500 and terminate nothing
+    never_active=True           instances stay `booting`
+    no_capacity=True            launches answer 400 instance-operations/launch/insufficient-capacity
+
+Usage::
+
+    with LambdaStandIn(api_key="secret", ip="127.0.0.1") as cloud:
+        os.environ["LAMBDA_API_URL"] = cloud.api_url
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from coordinator.sim.local_http import LocalHttpServer
+
+# What the stand-in sells: Lambda's names and the price table's per-GPU rates (coordinator/pricing/prices.csv)
+CATALOG = {
+    "gpu_1x_a100_sxm4_80gb": (1, "A100 (80 GB SXM4)", 179),
+    "gpu_2x_a100_sxm4_80gb": (2, "A100 (80 GB SXM4)", 358),
+    "gpu_1x_h100_sxm5": (1, "H100 (80 GB SXM5)", 299),
+}
+REGIONS = ("us-east-1", "us-west-1")
+
+
+@dataclass(slots=True)
+class _Box:
+    id: str
+    name: str
+    instance_type: str
+    region: str
+    ssh_key_names: list[str]
+    created: float
+    status: str = "booting"
+
+
+class LambdaStandIn(LocalHttpServer):
+    def __init__(self, *, api_key: str, ip: str = "127.0.0.1", boot_seconds: float = 0.5) -> None:
+        self.api_key = api_key
+        self.ip = ip
+        self.boot_seconds = boot_seconds
+        self.boxes: dict[str, _Box] = {}
+        self.requests: list[str] = []  # "METHOD /path", in order
+        self.rate_limit_next = 0
+        self.launch_error_after_create = 0
+        self.terminate_failures = 0
+        self.never_active = False
+        self.no_capacity = False
+        self._lock = threading.Lock()
+        super().__init__(name="lambda-standin")
+
+    @property
+    def api_url(self) -> str:
+        return self.base_url + "/api/v1"
+
+    def alive(self) -> list[str]:
+        with self._lock:
+            return sorted(b.id for b in self.boxes.values() if b.status != "terminated")
+
+    # -- the API ----------------------------------------------------------------------------------------------
+
+    def _view(self, box: _Box) -> dict[str, Any]:
+        if (
+            box.status == "booting"
+            and not self.never_active
+            and time.time() - box.created >= self.boot_seconds
+        ):
+            box.status = "active"
+        elif box.status == "terminating":
+            box.status = "terminated"
+        gpus, description, cents = CATALOG[box.instance_type]
+        return {
+            "id": box.id, "name": box.name, "status": box.status,
+            "ip": self.ip if box.status == "active" else None, "private_ip": None, "hostname": None,
+            "ssh_key_names": box.ssh_key_names, "file_system_names": [], "is_reserved": False,
+            "region": {"name": box.region, "description": box.region},
+            "instance_type": {"name": box.instance_type, "description": f"{gpus}x {description}",
+                              "gpu_description": description, "price_cents_per_hour": cents,
+                              "specs": {"vcpus": 30 * gpus, "memory_gib": 200 * gpus, "storage_gib": 512 * gpus, "gpus": gpus}},
+        }  # fmt: skip
+
+    def handle(self, method: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            if path == "/api/v1/instance-types" and method == "GET":
+                return 200, {"data": {
+                    name: {"instance_type": {"name": name, "description": f"{g}x {d}", "gpu_description": d,
+                                             "price_cents_per_hour": c, "specs": {"vcpus": 30 * g, "memory_gib": 200 * g, "storage_gib": 512 * g, "gpus": g}},
+                           "regions_with_capacity_available": [] if self.no_capacity else [{"name": r, "description": r} for r in REGIONS]}
+                    for name, (g, d, c) in CATALOG.items()
+                }}  # fmt: skip
+            if path == "/api/v1/instances" and method == "GET":
+                return 200, {"data": [self._view(b) for b in self.boxes.values() if b.status != "terminated"]}
+            if path.startswith("/api/v1/instances/") and method == "GET":
+                box = self.boxes.get(path.rsplit("/", 1)[1])
+                if box is None:
+                    return _error(404, "global/object-does-not-exist", "Specified instance does not exist.")
+                return 200, {"data": self._view(box)}
+            if path == "/api/v1/instance-operations/launch" and method == "POST":
+                return self._launch(body)
+            if path == "/api/v1/instance-operations/terminate" and method == "POST":
+                return self._terminate(body)
+        return _error(404, "global/not-found", f"no route {method} {path}")
+
+    def _launch(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        kind, region = body.get("instance_type_name"), body.get("region_name")
+        if kind not in CATALOG:
+            return _error(400, "global/invalid-parameters", f"Invalid instance type {kind!r}.")
+        if region not in REGIONS:
+            return _error(400, "global/invalid-parameters", f"Invalid region {region!r}.")
+        keys = body.get("ssh_key_names")
+        if not isinstance(keys, list) or len(keys) != 1:
+            return _error(400, "global/invalid-parameters", "Exactly one SSH key name is required.")
+        if self.no_capacity:
+            return _error(400, "instance-operations/launch/insufficient-capacity", "Not enough capacity to fulfill launch request.", "Choose an instance type with more availability, or try again later.")  # fmt: skip
+        box = _Box(
+            "standin-" + secrets.token_hex(8), str(body.get("name") or ""), kind, region, keys, time.time()
+        )
+        self.boxes[box.id] = box
+        if self.launch_error_after_create > 0:
+            self.launch_error_after_create -= 1
+            return _error(500, "global/internal-error", "Something went wrong.")  # the instance exists anyway
+        return 200, {"data": {"instance_ids": [box.id]}}
+
+    def _terminate(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.terminate_failures > 0:
+            self.terminate_failures -= 1
+            return _error(500, "global/internal-error", "Something went wrong.")
+        ids = body.get("instance_ids") or []
+        missing = [i for i in ids if i not in self.boxes]
+        if missing:
+            return _error(404, "global/object-does-not-exist", f"Instances {missing} do not exist.")
+        done = []
+        for instance_id in ids:
+            box = self.boxes[instance_id]
+            if box.status != "terminated":
+                box.status = "terminating"
+            done.append(self._view(box))
+        return 200, {"data": {"terminated_instances": done}}
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def _serve(self, method: str) -> None:
+                server.requests.append(f"{method} {self.path}")
+                if self.headers.get("Authorization") != f"Bearer {server.api_key}":
+                    self._reply(*_error(401, "global/invalid-api-key", "API key was invalid, expired, or deleted.", "Check your API key or create a new one, then try again."))  # fmt: skip
+                    return
+                if server.rate_limit_next > 0:
+                    server.rate_limit_next -= 1
+                    self._reply(
+                        *_error(429, "global/too-many-requests", "Too many requests."), retry_after="0"
+                    )
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}") if length else {}
+                except json.JSONDecodeError:
+                    self._reply(*_error(400, "global/invalid-parameters", "Body is not JSON."))
+                    return
+                self._reply(*server.handle(method, self.path, body))
+
+            def _reply(self, status: int, payload: dict[str, Any], retry_after: str | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if retry_after is not None:
+                    self.send_header("Retry-After", retry_after)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._serve("GET")
+
+            def do_POST(self) -> None:
+                self._serve("POST")
+
+            def date_time_string(self, timestamp: float | None = None) -> str:
+                return formatdate(timestamp, usegmt=True)
+
+        return Handler
+
+
+def _error(status: int, code: str, message: str, suggestion: str | None = None) -> tuple[int, dict[str, Any]]:
+    error: dict[str, str] = {"code": code, "message": message}
+    if suggestion:
+        error["suggestion"] = suggestion
+    return status, {"error": error}
