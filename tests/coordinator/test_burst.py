@@ -142,7 +142,7 @@ def test_price_burst_bills_whole_minutes_and_refuses_bad_times() -> None:
     cost = price_burst(
         1.79, 1, "2026-12-02T18:00:03Z", "2026-12-02T18:21:40Z", "lambda", "gpu_1x_a100_sxm4_80gb"
     )
-    assert (cost.billable_hours, cost.cost_usd) == (pytest.approx(22 / 60), pytest.approx(1.79 * 22 / 60))
+    assert cost.billable_hours == pytest.approx(22 / 60) and cost.cost_usd == pytest.approx(1.79 * 22 / 60)
     assert price_burst(1.79, 2, "2026-12-02T18:00:00Z", "2026-12-02T18:00:10Z", "lambda", "x").cost_usd == pytest.approx(2 * 1.79 / 60, abs=1e-6)  # fmt: skip
     with pytest.raises(BurstCostError, match="teardown 2026-12-02T17:00:00Z is before boot"):
         price_burst(1.79, 1, "2026-12-02T18:00:00Z", "2026-12-02T17:00:00Z", "lambda", "x")
