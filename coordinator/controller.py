@@ -56,9 +56,11 @@ HEARTBEAT_TIMEOUT_SECONDS = 30.0  # wall: 15 missed 2-second beats; S3 hiccups l
 BOOT_TIMEOUT_SECONDS = 900.0  # wall: an EC2 boot + image pull + model load is 2-5 minutes; 15 is broken
 STATUS_EVERY_SECONDS = 30.0  # cloud: one status line per active instance
 RELAUNCH_BACKOFF_SECONDS = 60.0  # cloud: after a failed launch, wait before asking the same market again
-CHANGEOVER_SECONDS = (
-    300.0  # cloud: boot + image + model load before a first row on EC2 (2-5 min), until measured
-)
+# cloud: boot + image + model load before a first row on EC2 (2-5 min), until the job measures it
+CHANGEOVER_SECONDS = 300.0
+# cloud: a reclaim's cost before its replacement is launched: the worker's 1-s notice poll, the batch in hand,
+# its 2-s draining heartbeat, a 5-s cycle. Deadline policies keep this much slack on top of a changeover
+RECLAIM_OVERHEAD_SECONDS = 10.0
 log = logging.getLogger("coordinator")
 
 
@@ -89,6 +91,7 @@ class JobSpec:
     relaunch_backoff: float = RELAUNCH_BACKOFF_SECONDS
     deadline_seconds: float | None = None  # cloud seconds from the job's start; deadline policies need one
     changeover_seconds: float = CHANGEOVER_SECONDS  # until the job has seen a first heartbeat
+    reclaim_overhead_seconds: float = RECLAIM_OVERHEAD_SECONDS
 
 
 @dataclass(slots=True)
@@ -356,7 +359,8 @@ class Controller:
             now_s=now - self.clock.origin, deadline_s=self.spec.deadline_seconds,
             work_left_s=(row.stop - row.start - rows_done) / rate, changeover_s=changeover,
             tick_s=self.clock.cloud(self.spec.cycle_seconds), spot_available=now >= self.spot_unavailable_until,
-            running=running, boot_left_s=boot_left, total_work_s=(row.stop - row.start) / rate,
+            running=running, boot_left_s=boot_left, loss_s=self.spec.reclaim_overhead_seconds,
+            total_work_s=(row.stop - row.start) / rate,
         )  # fmt: skip
 
     def history(self, segment: str) -> SegmentHistory:
@@ -408,10 +412,12 @@ class Controller:
             start=row.start, stop=row.stop, input_key=self.spec.input_key,
         )  # fmt: skip
 
-    def _call_launch(self, row: SegmentRow, attempt_id: str, market: str, label: str) -> None:
+    def _call_launch(
+        self, row: SegmentRow, attempt_id: str, market: str, label: str, *, repeat: bool = False
+    ) -> None:
         job, segment = self.spec.job_id, row.segment_id
         try:
-            instance_id = self.fleet.launch(self._request(row, attempt_id, market))
+            instance_id = self.fleet.launch(self._request(row, attempt_id, market), repeat=repeat)
         except LaunchError as error:
             now = self.clock.now()
             self.state.attempt_ended(attempt_id, ended_at=now, end_reason="failed-launch", rows_kept=0, rows_wasted=0, billed_seconds=0, cost_usd=0.0)  # fmt: skip
@@ -445,7 +451,7 @@ class Controller:
             label = f"{attempt['attempt_id']} {attempt['market']}"
             if attempt["instance_id"] is None:  # stopped around the launch call: repeat it (adopts if it ran)
                 log.info("%s: repeating the launch call of %s", row.segment_id, attempt["attempt_id"])
-                self._call_launch(row, attempt["attempt_id"], attempt["market"], label)
+                self._call_launch(row, attempt["attempt_id"], attempt["market"], label, repeat=True)
                 continue
             launched_wall = (
                 self.clock.origin + (attempt["launched_at"] - self.clock.origin) / self.clock.scale

@@ -137,14 +137,17 @@ class Fleet:
         delay = self.base_delay * 2**attempt
         self.sleep(delay + random.uniform(0, delay / 2))
 
-    def launch(self, request: LaunchRequest) -> str:
-        """Launch one worker for the request, or adopt the instance this attempt already has; returns its id."""
+    def launch(self, request: LaunchRequest, *, repeat: bool = False) -> str:
+        """Launch one worker for the request; returns its id. `repeat`: the call may have run before (a
+        restart mid-launch): adopt the instance this attempt already has. A fresh attempt id cannot have one,
+        so the look-up (a describe by tag, which moto answers by scanning every instance it ever had) is
+        skipped."""
         template = self.templates.get(request.market)
         if template is None:
             raise LaunchError(
                 f"no launch template for market {request.market!r}; have {sorted(self.templates)}"
             )
-        existing = self._attempt_instance(request.attempt_id)
+        existing = self._attempt_instance(request.attempt_id) if repeat else None
         if existing is not None:  # launched before a crash: EC2's ClientToken covers a call still in flight
             return existing
         kwargs: dict[str, Any] = {

@@ -160,4 +160,7 @@ def make_policy(name: str, **options: float | int) -> RecoveryPolicy:
         cls = _REGISTRY[name]
     except KeyError:
         raise UnknownPolicy(f"unknown policy {name!r}; valid: {', '.join(policy_names())}") from None
-    return cls(**options)  # type: ignore[arg-type]
+    try:
+        return cls(**options)  # type: ignore[arg-type]
+    except TypeError as error:  # an option this policy does not take
+        raise UnknownPolicy(f"policy {name!r} does not take the options {sorted(options)}: {error}") from None

@@ -55,6 +55,9 @@ NOTICE_POLL_EVERY = 0.5  # wall: a notice is seen within 15 cloud seconds of its
 HEARTBEAT_TIMEOUT = 8.0  # wall: 8 missed beats (4 cloud minutes at scale 30)
 BOOT_TIMEOUT = 60.0  # wall: a forked worker heartbeats within 1-5 s even on a loaded machine
 CHANGEOVER = 3.0  # wall: a forked worker's launch to first heartbeat, planned until the job measures it
+# wall: what a reclaim costs before the replacement is launched: the notice poll, the batch in hand, the
+# draining heartbeat, a coordinator cycle
+RECLAIM_OVERHEAD = NOTICE_POLL_EVERY + 1.0 + HEARTBEAT_EVERY + CYCLE_SECONDS
 log = logging.getLogger("coordinator.simulate")
 
 
@@ -141,11 +144,20 @@ def upload_dataset(s3: Any, bucket: str, dataset: Path, rows: int) -> int:
 
 
 def matrix(settings: SimulationSettings) -> list[tuple[str, str]]:
-    """(run name, configuration) in the order they run."""
+    """(run name, configuration) in the order they run: round by round (on-demand-01, spot-only-01,
+    hybrid-01, deadline-01, on-demand-02, ...), so that moto's slowdown as terminated instances pile up (it
+    keeps them all, and its launches and look-ups slow down with their number) falls on every configuration
+    alike; on-demand comes first in a round, so a deadline run has on-demand times to derive its deadline."""
     unknown = sorted(set(settings.runs) - set(CONFIGURATIONS))
     if unknown:
         raise SimulationError(f"unknown configuration(s) {unknown}; valid: {', '.join(CONFIGURATIONS)}")
-    return [(f"{c}-{i:02d}", c) for c in CONFIGURATIONS for i in range(1, settings.runs.get(c, 0) + 1)]
+    rounds = max((settings.runs.get(c, 0) for c in CONFIGURATIONS), default=0)
+    return [
+        (f"{c}-{i:02d}", c)
+        for i in range(1, rounds + 1)
+        for c in CONFIGURATIONS
+        if i <= settings.runs.get(c, 0)
+    ]
 
 
 def simulate(
@@ -275,6 +287,7 @@ def _one_run(
         policy_options=settings.policy_options(config), planned_rows_per_s=settings.planned_rows_per_s / settings.time_scale,
         cycle_seconds=settings.cycle_seconds, heartbeat_timeout=HEARTBEAT_TIMEOUT, boot_timeout=BOOT_TIMEOUT,
         deadline_seconds=deadline, changeover_seconds=CHANGEOVER * settings.time_scale,
+        reclaim_overhead_seconds=RECLAIM_OVERHEAD * settings.time_scale,
     )  # fmt: skip
     worker_settings = WorkerSettings(
         bucket=str(infra.outputs["bucket"]), model=str(settings.model.resolve()), aws_env=dict(infra.env),

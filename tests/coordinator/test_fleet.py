@@ -53,7 +53,7 @@ def test_launch_tags_and_terminate_confirmed(ec2: Any) -> None:
 def test_same_attempt_launched_twice_is_one_instance(ec2: Any) -> None:
     fleet = Fleet(ec2, templates=templates(ec2), subnet_id=None, sleep=lambda s: None)
     first = fleet.launch(request())
-    again = fleet.launch(request())  # a coordinator restarted mid-launch repeats the call
+    again = fleet.launch(request(), repeat=True)  # a coordinator restarted mid-launch repeats the call
     assert first == again
     assert fleet.alive("job-1") == [first]
 
@@ -63,7 +63,6 @@ def test_throttling_and_500s_are_retried_with_backoff(aws_credentials: None) -> 
     delays: list[float] = []
     fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnet_id="subnet-1", sleep=delays.append)
     with Stubber(ec2) as stub:  # moto cannot throttle; the real client gets canned faults
-        stub.add_response("describe_instances", {"Reservations": []})
         stub.add_client_error("run_instances", "RequestLimitExceeded", http_status_code=503)
         stub.add_client_error("run_instances", "InternalError", http_status_code=500)
         stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
@@ -76,12 +75,10 @@ def test_capacity_errors_go_to_the_policy_and_others_are_not_retried(aws_credent
     ec2 = boto3.client("ec2", region_name="us-east-1")
     fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnet_id=None, sleep=lambda s: None)
     with Stubber(ec2) as stub:
-        stub.add_response("describe_instances", {"Reservations": []})
         stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
         with pytest.raises(CapacityError, match="InsufficientInstanceCapacity") as capacity:
             fleet.launch(request())
         assert capacity.value.history == ["run_instances: InsufficientInstanceCapacity"]
-        stub.add_response("describe_instances", {"Reservations": []})
         stub.add_client_error("run_instances", "InvalidLaunchTemplateId.NotFound", http_status_code=400)
         with pytest.raises(LaunchError, match="after 1 call") as bad:
             fleet.launch(request())

@@ -49,3 +49,9 @@ def test_on_demand_retries_capacity_errors_a_few_times() -> None:
 def test_options_are_checked() -> None:
     with pytest.raises(Exception, match="spot_share must be between 0 and 1"):
         make_policy("hybrid", spot_share=1.5)
+
+
+def test_an_option_a_policy_does_not_take_is_named() -> None:
+    with pytest.raises(UnknownPolicy, match=r"policy 'greedy' does not take the options \['spot_share'\]"):
+        make_policy("greedy", spot_share=0.5)
+    assert make_policy("deadline", reserve_hours=0.5).reserve_s == 1800  # type: ignore[attr-defined]
