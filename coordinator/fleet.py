@@ -16,6 +16,7 @@ Usage::
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 from botocore.parsers import ResponseParserError
 
 from inference.errors import SpotbatchError
+
+log = logging.getLogger("coordinator.fleet")
 
 RETRYABLE_CODES = frozenset({
     "Throttling", "ThrottlingException", "RequestLimitExceeded", "InternalError", "InternalFailure",
@@ -40,6 +43,11 @@ BASE_DELAY_SECONDS = 0.5
 CONFIRM_TIMEOUT_SECONDS = 120.0  # EC2 takes up to a minute or two to report terminated
 CONFIRM_POLL_SECONDS = 2.0
 GONE_STATES = frozenset({"shutting-down", "terminated"})
+
+
+# TerminateInstances answers while another caller is terminating the same instance: AWS when it is already
+# gone; moto when a concurrent terminate detached its volume first (seen under load in the simulator)
+TERMINATING_ELSEWHERE = frozenset({"InvalidInstanceID.NotFound", "InvalidAttachment.NotFound"})
 
 
 class LaunchError(SpotbatchError):
@@ -207,7 +215,21 @@ class Fleet:
     def terminate(self, instance_ids: list[str]) -> None:
         """Ask for termination without waiting (the worker drains on the SIGTERM); confirm later."""
         if instance_ids:
+            self._request_termination(instance_ids)
+
+    def _request_termination(self, instance_ids: list[str]) -> None:
+        """TerminateInstances; an answer that says someone else got there first is not an error (the
+        re-listing that follows is the proof)."""
+        try:
             self._call("terminate_instances", InstanceIds=instance_ids)
+        except LaunchError as error:
+            if not error.history or error.history[-1].split(": ", 1)[-1] not in TERMINATING_ELSEWHERE:
+                raise
+            log.info(
+                "terminate %s: %s (terminated concurrently); re-listing",
+                ", ".join(instance_ids),
+                error.history[-1],
+            )
 
     def terminate_and_confirm(
         self, instance_ids: list[str], timeout: float = CONFIRM_TIMEOUT_SECONDS
@@ -215,7 +237,7 @@ class Fleet:
         """Terminate, then re-list until every instance reports shutting-down or terminated."""
         if not instance_ids:
             return
-        self._call("terminate_instances", InstanceIds=instance_ids)
+        self._request_termination(instance_ids)
         deadline = time.monotonic() + timeout
         while True:
             reservations = self._call("describe_instances", InstanceIds=instance_ids)["Reservations"]

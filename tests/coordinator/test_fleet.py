@@ -85,3 +85,16 @@ def test_capacity_errors_go_to_the_policy_and_others_are_not_retried(aws_credent
         assert not isinstance(bad.value, CapacityError)
     with pytest.raises(LaunchError, match="no launch template for market 'on-demand'"):
         fleet.launch(request(market="on-demand"))
+
+
+def test_a_terminate_that_lost_a_race_is_confirmed_by_the_re_listing(aws_credentials: None) -> None:
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnet_id=None, sleep=lambda s: None)
+    gone = {"Reservations": [{"Instances": [{"InstanceId": "i-0abc", "State": {"Name": "shutting-down"}}]}]}
+    with Stubber(ec2) as stub:  # moto's answer when another caller's terminate detached the volume first
+        stub.add_client_error("terminate_instances", "InvalidAttachment.NotFound", http_status_code=400)
+        stub.add_response("describe_instances", gone)
+        fleet.terminate_and_confirm(["i-0abc"])
+        stub.add_client_error("terminate_instances", "UnauthorizedOperation", http_status_code=403)
+        with pytest.raises(LaunchError, match="UnauthorizedOperation"):
+            fleet.terminate_and_confirm(["i-0abc"])
