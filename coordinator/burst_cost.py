@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 
 from coordinator.billing import PER_MINUTE, BillingRule, billed_seconds, cost_usd
-from coordinator.ledger import TRACKING_URI_ENV
+from coordinator.ledger import TRACKING_URI_ENV, use_experiment
 from inference.errors import SpotbatchError
 
 
@@ -92,8 +92,7 @@ def _log_mlflow(cost: BurstCost, tracking_uri: str, run_name: str) -> None:
 
     previous = os.environ.get(TRACKING_URI_ENV)
     try:
-        mlflow.set_tracking_uri(tracking_uri)
-        mlflow.set_experiment("spotbatch-burst")
+        use_experiment("spotbatch-burst", tracking_uri)
         with mlflow.start_run(run_name=run_name):
             mlflow.log_params(
                 {"provider": cost.provider, "instance_type": cost.instance_type, "gpu_count": cost.gpu_count,

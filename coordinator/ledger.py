@@ -202,6 +202,21 @@ def log_to_mlflow(
             os.environ[TRACKING_URI_ENV] = previous
 
 
+def use_experiment(name: str, tracking_uri: str) -> None:
+    """Point MLflow at the store and the experiment, creating it if needed with its artifacts beside a SQLite
+    store (`<db folder>/mlartifacts/<experiment>`): MLflow's default is `./mlruns` of whatever folder the process runs in."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri)
+    if mlflow.get_experiment_by_name(name) is None:
+        location = None
+        if tracking_uri.startswith("sqlite:///"):
+            store = Path(tracking_uri.removeprefix("sqlite:///"))
+            location = (store.parent / "mlartifacts" / name).resolve().as_uri()
+        mlflow.create_experiment(name, artifact_location=location)
+    mlflow.set_experiment(name)
+
+
 def _log_run(
     summary: JobSummary,
     attempts: list[AttemptRecord],
@@ -212,8 +227,7 @@ def _log_run(
 ) -> str:
     import mlflow
 
-    mlflow.set_tracking_uri(tracking_uri)
-    mlflow.set_experiment(experiment)
+    use_experiment(experiment, tracking_uri)
     types = sorted({a.instance_type for a in attempts})
     with mlflow.start_run(run_name=summary.job_id) as run:
         mlflow.log_params(

@@ -183,8 +183,14 @@ def test_corrupt_ledger_line_is_named(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_job_lands_in_mlflow_with_its_params_and_metrics(tmp_path: Path) -> None:
+def test_job_lands_in_mlflow_with_its_params_and_metrics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mlflow.tracking import MlflowClient
+
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # MLflow's default artifact root is ./mlruns of the working directory
 
     attempts = [attempt("a", "spot", 0, 1_800, "done", kept=3_600, wasted=0)]
     summary = summarize_job("job-ml", attempts, ON_DEMAND)
@@ -197,6 +203,12 @@ def test_job_lands_in_mlflow_with_its_params_and_metrics(tmp_path: Path) -> None
     assert run.data.params["instance_type"] == "p3.2xlarge"
     assert run.data.params["spot_rate_usd_per_hour"] == "0.918"
     assert run.data.params["boot_utc"] == "1970-01-01T00:00:00+00:00"
+    assert run.info.artifact_uri.startswith(
+        (tmp_path / "mlartifacts" / "spotbatch").as_uri()
+    )  # beside the store
+    assert (
+        list(tmp_path.glob("mlartifacts/*/*/artifacts/ledger.jsonl")) and not (elsewhere / "mlruns").exists()
+    )
 
 
 def test_logging_to_mlflow_leaves_the_environment_as_it_was(
