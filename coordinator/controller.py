@@ -172,9 +172,8 @@ class Controller:
         self.switching: dict[str, float] = {}  # segment -> wall time its on-demand instance was told to stop
         self.boots_seen: list[float] = []  # cloud seconds from launch to first heartbeat
         self.spot_unavailable_until = 0.0  # cloud: a spot launch failed for capacity; assume none until then
-        self._checkpointed: dict[
-            str, int
-        ] = {}  # segment -> rows its checkpoint holds (read once per attempt)
+        # segment -> rows its checkpoint holds, read once per attempt
+        self._checkpointed: dict[str, int] = {}
         self.not_before: dict[str, float] = {}  # segment -> cloud time of its next launch try
         self.failures: dict[str, str] = {}
         self._next_status = 0.0
