@@ -87,8 +87,6 @@ class DeadlineView:
 class DeadlinePolicy(RecoveryPolicy):
     """Base class: subclasses set `name` and implement `choose`."""
 
-    deadline_aware = True
-
     def __init__(self) -> None:
         super().__init__()
 
@@ -164,7 +162,3 @@ class DeadlineAware(DeadlinePolicy):
         if view.spot_available:
             return "spot" if slack - view.changeover_s >= margin else "on-demand"
         return None if slack - view.tick_s >= max(margin, self.reserve_s) else "on-demand"
-
-
-def is_deadline_policy(policy: RecoveryPolicy) -> bool:
-    return isinstance(policy, DeadlinePolicy)

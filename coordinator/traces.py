@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import random
 import statistics
 from dataclasses import dataclass
@@ -131,7 +130,3 @@ class RunLengths:
             values.extend([state] * length)
             state = not state
         return tuple(values[:ticks])
-
-
-def ticks_for(seconds: float, gap: float) -> int:
-    return math.ceil(seconds / gap)
