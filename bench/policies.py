@@ -28,7 +28,15 @@ from coordinator.traces import AvailabilityTrace
 from coordinator.whatif.engine import WhatIfJob, simulate_job
 from coordinator.whatif.optimum import optimum_cost
 from coordinator.whatif.study import DEFAULT_POLICIES as POLICIES
-from coordinator.whatif.study import OPTIMUM, RunResult, policy_for, run_study, summarise, trace_windows
+from coordinator.whatif.study import (
+    OPTIMUM,
+    RunResult,
+    Window,
+    policy_for,
+    run_study,
+    summarise,
+    trace_windows,
+)
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "spot-traces" / "aws-02-15-2023"
 DEADLINE_HOURS = (12, 16, 24)
@@ -47,19 +55,15 @@ def job_for(deadline_hours: float, *, work_hours: float = WORK_HOURS, instances:
     )  # fmt: skip
 
 
-def compare(traces: list[AvailabilityTrace], offsets: int, seed: int) -> dict[float, list[RunResult]]:
-    by_deadline: dict[float, list[RunResult]] = {}
-    for hours in DEADLINE_HOURS:
-        job = job_for(hours)
-        results: list[RunResult] = []
-        for trace in traces:
-            # one generator per zone, seeded the same for every deadline: the same offsets for all of them
-            windows = trace_windows(
-                trace, job_for(max(DEADLINE_HOURS)), offsets, random.Random(f"{seed}:{trace.name}")
-            )
-            results += run_study(POLICIES, job, windows)
-        by_deadline[hours] = results
-    return by_deadline
+def zone_windows(traces: list[AvailabilityTrace], offsets: int, seed: int) -> list[Window]:
+    """`offsets` windows per zone, long enough for the longest deadline, from one generator per zone: every
+    policy, deadline and sweep setting sees the same windows."""
+    longest = job_for(max(DEADLINE_HOURS))
+    return [w for t in traces for w in trace_windows(t, longest, offsets, random.Random(f"{seed}:{t.name}"))]
+
+
+def compare(windows: list[Window]) -> dict[float, list[RunResult]]:
+    return {hours: run_study(POLICIES, job_for(hours), windows) for hours in DEADLINE_HOURS}
 
 
 def print_comparison(by_deadline: dict[float, list[RunResult]]) -> None:
@@ -89,7 +93,7 @@ def print_comparison(by_deadline: dict[float, list[RunResult]]) -> None:
         )
 
 
-def print_sweep(traces: list[AvailabilityTrace], offsets: int, seed: int) -> None:
+def print_sweep(windows: list[Window]) -> None:
     """The `deadline` policy's one setting, the slack it keeps for returns to spot, around the default."""
     print("sweep of `deadline` reserve_hours (mean / optimum, deadlines met):")
     print("| reserve h | " + " | ".join(f"{h} h" for h in DEADLINE_HOURS) + " |")
@@ -98,12 +102,7 @@ def print_sweep(traces: list[AvailabilityTrace], offsets: int, seed: int) -> Non
         cells = []
         for hours in DEADLINE_HOURS:
             job = job_for(hours)
-            results: list[RunResult] = []
-            for trace in traces:
-                windows = trace_windows(
-                    trace, job_for(max(DEADLINE_HOURS)), offsets, random.Random(f"{seed}:{trace.name}")
-                )
-                results += run_study({"deadline": DeadlineAware(reserve_hours=reserve)}, job, windows)
+            results = run_study({"deadline": DeadlineAware(reserve_hours=reserve)}, job, windows)
             row = next(r for r in summarise(results, job) if r.policy == "deadline")
             cells.append(f"{row.mean_vs_optimum:.3f}x, {row.deadlines_met:.1%}")
         print(f"| {reserve:g} | " + " | ".join(cells) + " |")
@@ -156,10 +155,11 @@ def main() -> None:
     traces = [AvailabilityTrace.load(path, one_means="available") for path in files]
     print(f"{len(traces)} traces from {args.traces}, {args.offsets} offsets each, seed {args.seed}")
     started = time.perf_counter()
-    print_comparison(compare(traces, args.offsets, args.seed))
+    windows = zone_windows(traces, args.offsets, args.seed)
+    print_comparison(compare(windows))
     print(f"\ncomparison took {time.perf_counter() - started:.1f} s wall\n")
     if args.sweep:
-        print_sweep(traces, args.offsets, args.seed)
+        print_sweep(windows)
         print()
     print_speed(traces[0])
 
