@@ -16,13 +16,12 @@ Usage::
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
 from coordinator.billing import PER_MINUTE, BillingRule, billed_seconds, cost_usd
-from coordinator.ledger import TRACKING_URI_ENV, use_experiment
+from coordinator.ledger import use_experiment
 from inference.errors import SpotbatchError
 
 
@@ -90,18 +89,10 @@ def log_burst_cost(
 def _log_mlflow(cost: BurstCost, tracking_uri: str, run_name: str) -> None:
     import mlflow
 
-    previous = os.environ.get(TRACKING_URI_ENV)
-    try:
-        use_experiment("spotbatch-burst", tracking_uri)
-        with mlflow.start_run(run_name=run_name):
-            mlflow.log_params(
-                {"provider": cost.provider, "instance_type": cost.instance_type, "gpu_count": cost.gpu_count,
-                 "rate_per_gpu_hr": cost.rate_per_gpu_hr, "boot_utc": cost.boot_utc, "teardown_utc": cost.teardown_utc,
-                 "billing": cost.billing}
-            )  # fmt: skip
-            mlflow.log_metrics({"billable_hours": cost.billable_hours, "cost_usd": cost.cost_usd})
-    finally:  # set_tracking_uri sets the environment variable; child processes must not inherit it
-        if previous is None:
-            os.environ.pop(TRACKING_URI_ENV, None)
-        else:
-            os.environ[TRACKING_URI_ENV] = previous
+    with use_experiment("spotbatch-burst", tracking_uri), mlflow.start_run(run_name=run_name):
+        mlflow.log_params(
+            {"provider": cost.provider, "instance_type": cost.instance_type, "gpu_count": cost.gpu_count,
+             "rate_per_gpu_hr": cost.rate_per_gpu_hr, "boot_utc": cost.boot_utc, "teardown_utc": cost.teardown_utc,
+             "billing": cost.billing}
+        )  # fmt: skip
+        mlflow.log_metrics({"billable_hours": cost.billable_hours, "cost_usd": cost.cost_usd})

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -192,42 +194,41 @@ def log_to_mlflow(
     ledger_path: Path | None = None,
 ) -> str:
     """One MLflow run per job; returns its run id."""
+    with use_experiment(experiment, tracking_uri):
+        return _log_run(summary, attempts, params or {}, ledger_path)
+
+
+@contextmanager
+def use_experiment(name: str, tracking_uri: str) -> Iterator[None]:
+    """Point MLflow at the store and the experiment for the `with` block, creating the experiment if needed
+    with its artifacts beside a SQLite store (`<db folder>/mlartifacts/<experiment>`: MLflow's default is
+    `./mlruns` of whatever folder the process runs in). `mlflow.set_tracking_uri` also sets
+    MLFLOW_TRACKING_URI, which child processes would inherit: it is put back as it was on the way out."""
+    import mlflow
+
     previous = os.environ.get(TRACKING_URI_ENV)
     try:
-        return _log_run(summary, attempts, tracking_uri, experiment, params or {}, ledger_path)
-    finally:  # mlflow.set_tracking_uri also sets the environment variable, which child processes would inherit
+        mlflow.set_tracking_uri(tracking_uri)
+        if mlflow.get_experiment_by_name(name) is None:
+            location = None
+            if tracking_uri.startswith("sqlite:///"):
+                store = Path(tracking_uri.removeprefix("sqlite:///"))
+                location = (store.parent / "mlartifacts" / name).resolve().as_uri()
+            mlflow.create_experiment(name, artifact_location=location)
+        mlflow.set_experiment(name)
+        yield
+    finally:
         if previous is None:
             os.environ.pop(TRACKING_URI_ENV, None)
         else:
             os.environ[TRACKING_URI_ENV] = previous
 
 
-def use_experiment(name: str, tracking_uri: str) -> None:
-    """Point MLflow at the store and the experiment, creating it if needed with its artifacts beside a SQLite
-    store (`<db folder>/mlartifacts/<experiment>`): MLflow's default is `./mlruns` of whatever folder the process runs in."""
-    import mlflow
-
-    mlflow.set_tracking_uri(tracking_uri)
-    if mlflow.get_experiment_by_name(name) is None:
-        location = None
-        if tracking_uri.startswith("sqlite:///"):
-            store = Path(tracking_uri.removeprefix("sqlite:///"))
-            location = (store.parent / "mlartifacts" / name).resolve().as_uri()
-        mlflow.create_experiment(name, artifact_location=location)
-    mlflow.set_experiment(name)
-
-
 def _log_run(
-    summary: JobSummary,
-    attempts: list[AttemptRecord],
-    tracking_uri: str,
-    experiment: str,
-    params: dict[str, str],
-    ledger_path: Path | None,
+    summary: JobSummary, attempts: list[AttemptRecord], params: dict[str, str], ledger_path: Path | None
 ) -> str:
     import mlflow
 
-    use_experiment(experiment, tracking_uri)
     types = sorted({a.instance_type for a in attempts})
     with mlflow.start_run(run_name=summary.job_id) as run:
         mlflow.log_params(
