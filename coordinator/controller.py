@@ -301,10 +301,11 @@ class Controller:
 
     def _decide_by_deadline(self, policy: DeadlinePolicy) -> None:
         now = self.clock.now()
+        speed = self.job_speed()  # the same for every segment in this pass
         for row in self.state.segments(self.spec.job_id):
             segment = row.segment_id
             if row.state in (states.PENDING, states.INTERRUPTED, states.FAILED_LAUNCH):
-                view = self.deadline_view(row, running=None)
+                view = self.deadline_view(row, running=None, speed=speed)
                 market = policy.choose(view)
                 if market is None:
                     continue  # wait for spot: the slack allows it
@@ -322,7 +323,7 @@ class Controller:
                 tracked = self.active.get(segment)
                 if tracked is None or tracked.active.market != "on-demand":
                     continue
-                view = self.deadline_view(row, running="on-demand")
+                view = self.deadline_view(row, running="on-demand", speed=speed)
                 if policy.choose(view) == "spot":
                     self.switching[segment] = time.time()
                     self.fleet.terminate([tracked.active.instance_id])
@@ -338,8 +339,16 @@ class Controller:
         seen = [a["rows_per_s"] for a in self.state.attempts(self.spec.job_id) if a["rows_per_s"]]
         return max(seen) if seen else self.spec.planned_rows_per_s
 
-    def deadline_view(self, row: SegmentRow, *, running: Market | None) -> DeadlineView:
+    def job_speed(self) -> tuple[float, float]:
+        """(rows per cloud second of one instance, changeover in cloud seconds): measured, else planned."""
+        changeover = statistics.median(self.boots_seen) if self.boots_seen else self.spec.changeover_seconds
+        return max(self.per_instance_rate(), 1e-9), changeover
+
+    def deadline_view(
+        self, row: SegmentRow, *, running: Market | None, speed: tuple[float, float]
+    ) -> DeadlineView:
         assert self.spec.deadline_seconds is not None
+        rate, changeover = speed
         segment = row.segment_id
         now = self.clock.now()
         tracked = self.active.get(segment)
@@ -351,8 +360,6 @@ class Controller:
                 checkpoint = load_checkpoint(self.store, segment)
                 self._checkpointed[segment] = checkpoint.rows_done if checkpoint else 0
             rows_done = self._checkpointed[segment]
-        rate = max(self.per_instance_rate(), 1e-9)
-        changeover = statistics.median(self.boots_seen) if self.boots_seen else self.spec.changeover_seconds
         boot_left = max(0.0, changeover - (now - tracked.launched_cloud)) if tracked and beat is None else 0.0
         return DeadlineView(
             now_s=now - self.clock.origin, deadline_s=self.spec.deadline_seconds,
