@@ -86,25 +86,20 @@ class LambdaStandIn(LocalHttpServer):
             box.status = "active"
         elif box.status == "terminating":
             box.status = "terminated"
-        gpus, description, cents = CATALOG[box.instance_type]
         return {
             "id": box.id, "name": box.name, "status": box.status,
             "ip": self.ip if box.status == "active" else None, "private_ip": None, "hostname": None,
             "ssh_key_names": box.ssh_key_names, "file_system_names": [], "is_reserved": False,
             "region": {"name": box.region, "description": box.region},
-            "instance_type": {"name": box.instance_type, "description": f"{gpus}x {description}",
-                              "gpu_description": description, "price_cents_per_hour": cents,
-                              "specs": {"vcpus": 30 * gpus, "memory_gib": 200 * gpus, "storage_gib": 512 * gpus, "gpus": gpus}},
+            "instance_type": _type_object(box.instance_type),
         }  # fmt: skip
 
     def handle(self, method: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self._lock:
             if path == "/api/v1/instance-types" and method == "GET":
+                regions = [] if self.no_capacity else [{"name": r, "description": r} for r in REGIONS]
                 return 200, {"data": {
-                    name: {"instance_type": {"name": name, "description": f"{g}x {d}", "gpu_description": d,
-                                             "price_cents_per_hour": c, "specs": {"vcpus": 30 * g, "memory_gib": 200 * g, "storage_gib": 512 * g, "gpus": g}},
-                           "regions_with_capacity_available": [] if self.no_capacity else [{"name": r, "description": r} for r in REGIONS]}
-                    for name, (g, d, c) in CATALOG.items()
+                    name: {"instance_type": _type_object(name), "regions_with_capacity_available": regions} for name in CATALOG
                 }}  # fmt: skip
             if path == "/api/v1/instances" and method == "GET":
                 return 200, {"data": [self._view(b) for b in self.boxes.values() if b.status != "terminated"]}
@@ -201,6 +196,16 @@ class LambdaStandIn(LocalHttpServer):
                 return formatdate(timestamp, usegmt=True)
 
         return Handler
+
+
+def _type_object(name: str) -> dict[str, Any]:
+    """An instance type as Lambda describes it, inside instance and instance-type answers alike."""
+    gpus, description, cents = CATALOG[name]
+    return {
+        "name": name, "description": f"{gpus}x {description}", "gpu_description": description,
+        "price_cents_per_hour": cents,
+        "specs": {"vcpus": 30 * gpus, "memory_gib": 200 * gpus, "storage_gib": 512 * gpus, "gpus": gpus},
+    }  # fmt: skip
 
 
 def _error(status: int, code: str, message: str, suggestion: str | None = None) -> tuple[int, dict[str, Any]]:
