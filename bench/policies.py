@@ -23,8 +23,7 @@ import random
 import time
 from pathlib import Path
 
-from coordinator.deadline_policies import DeadlineAware
-from coordinator.traces import AvailabilityTrace
+from coordinator.policies.deadline import DeadlineAware
 from coordinator.whatif.engine import WhatIfJob, simulate_job
 from coordinator.whatif.optimum import optimum_cost
 from coordinator.whatif.study import DEFAULT_POLICIES as POLICIES
@@ -37,6 +36,7 @@ from coordinator.whatif.study import (
     summarise,
     trace_windows,
 )
+from coordinator.whatif.traces import AvailabilityTrace
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "spot-traces" / "aws-02-15-2023"
 DEADLINE_HOURS = (12, 16, 24)

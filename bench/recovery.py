@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coordinator.emulator import MotoServer
-from coordinator.model_build import build_tiny_model
+from coordinator.build.model import build_tiny_model
 from coordinator.paths import default_dataset_path
+from coordinator.sim.emulator import MotoServer
+from coordinator.sim.matrix import SimulationSettings, run_matrix
 from coordinator.sim.quick_stack import make_stack
-from coordinator.simulate import SimulationSettings, run_matrix
 
 BATCH_LINE = re.compile(r"batch \d+/\d+ rows (\d+) ")
 OUR_CYCLE = 0.5

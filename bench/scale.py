@@ -22,17 +22,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from coordinator.budget import BudgetGuard
-from coordinator.clock import CloudClock
-from coordinator.controller import Controller, JobSpec
-from coordinator.emulator import MotoServer, emulator_session
-from coordinator.fleet import Fleet
-from coordinator.jobs import quotes_for
-from coordinator.policies import make_policy
+from coordinator.cost.budget import BudgetGuard
+from coordinator.job.clock import CloudClock
+from coordinator.job.controller import Controller, JobSpec
+from coordinator.job.fleet import Fleet
+from coordinator.job.runner import quotes_for
+from coordinator.job.segments import plan_segments
+from coordinator.job.state import CoordinatorState
+from coordinator.policies.recovery import make_policy
+from coordinator.sim.emulator import MotoServer, emulator_session
 from coordinator.sim.quick_stack import BUCKET, make_stack
-from coordinator.state import CoordinatorState
 from inference.heartbeat import Heartbeat, heartbeat_key
-from inference.segments import plan_segments
 from inference.storage import S3Store
 
 STUB_EVERY = 2.0  # seconds between a stub's heartbeats, the worker's default

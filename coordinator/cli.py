@@ -14,17 +14,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coordinator.budget import DEFAULT_CEILING_USD, BudgetGuardExceeded
 from coordinator.commands import burst as burst_commands
 from coordinator.commands import run as run_command
 from coordinator.commands import simulate as simulate_commands
 from coordinator.commands import whatif as whatif_command
-from coordinator.preflight import PreflightFailed
+from coordinator.cost.budget import DEFAULT_CEILING_USD, BudgetGuardExceeded
+from coordinator.cost.preflight import PreflightFailed
 from inference.errors import SpotbatchError
 from reports import __main__ as report_cli
 
 if TYPE_CHECKING:
-    from coordinator.budget import BudgetGuard
+    from coordinator.cost.budget import BudgetGuard
 
 EXIT_BUDGET = 3  # a refusal by the budget guard: not an error of input, a decision
 EXIT_PREFLIGHT = 4  # a failed pre-flight check that was not overridden
@@ -32,7 +32,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def _data_prepare(args: argparse.Namespace) -> int:
-    from coordinator import dataprep
+    from coordinator.build import dataset as dataprep
     from coordinator.paths import cache_dir, default_dataset_path
     from inference.dataset import prepare_dataset, write_dataset
 
@@ -72,7 +72,8 @@ def _data_prepare(args: argparse.Namespace) -> int:
 
 
 def _model_build(args: argparse.Namespace) -> int:
-    from coordinator import dataprep, model_build
+    from coordinator.build import dataset as dataprep
+    from coordinator.build import model as model_build
     from coordinator.paths import cache_dir, default_model_dir, tiny_model_dir
 
     output = Path(args.output) if args.output else (tiny_model_dir() if args.tiny else default_model_dir())
@@ -102,7 +103,7 @@ def _model_build(args: argparse.Namespace) -> int:
 
 
 def _budget_guard(args: argparse.Namespace) -> BudgetGuard:
-    from coordinator.budget import BudgetGuard
+    from coordinator.cost.budget import BudgetGuard
     from coordinator.paths import spend_log_path
 
     return BudgetGuard(args.ceiling, Path(args.log) if args.log else spend_log_path())
@@ -126,7 +127,7 @@ def _budget_status(args: argparse.Namespace) -> int:
 
 
 def _budget_check(args: argparse.Namespace) -> int:
-    from coordinator.budget import parse_amount
+    from coordinator.cost.budget import parse_amount
 
     estimate = parse_amount(args.estimate, "estimate")
     guard = _budget_guard(args)
@@ -141,9 +142,9 @@ def _preflight(args: argparse.Namespace) -> int:
 
     import boto3
 
-    from coordinator import preflight
+    from coordinator.cost import preflight
+    from coordinator.cost.pricing import PriceTable, live_or_table_price
     from coordinator.paths import preflight_log_path
-    from coordinator.pricing import PriceTable, live_or_table_price
 
     ec2 = boto3.client("ec2", region_name=args.region)
     table = PriceTable.load()
@@ -177,8 +178,8 @@ def _preflight(args: argparse.Namespace) -> int:
 
 
 def _budget_estimate(args: argparse.Namespace) -> int:
-    from coordinator.budget import parse_amount
-    from coordinator.pricing import PriceTable, estimate_job_cost
+    from coordinator.cost.budget import parse_amount
+    from coordinator.cost.pricing import PriceTable, estimate_job_cost
 
     quote = PriceTable.load().quote(args.provider, args.region, args.instance_type, args.market)
     estimate = estimate_job_cost(
@@ -199,8 +200,8 @@ def _budget_estimate(args: argparse.Namespace) -> int:
 def _infra_up(args: argparse.Namespace) -> int:
     import time
 
-    from coordinator.infra import emulator_infrastructure
     from coordinator.paths import runs_dir
+    from coordinator.stack.infra import emulator_infrastructure
 
     state_dir = runs_dir() / "infra" / args.target
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -241,10 +242,10 @@ def _confirmed(args: argparse.Namespace, what: str) -> bool:
 def _infra_apply_real(args: argparse.Namespace) -> int:
     import boto3
 
-    from coordinator import preflight
-    from coordinator.infra import RealAws
+    from coordinator.cost import preflight
+    from coordinator.cost.pricing import PriceTable
     from coordinator.paths import runs_dir
-    from coordinator.pricing import PriceTable
+    from coordinator.stack.infra import RealAws
 
     ec2 = boto3.client("ec2", region_name=args.region)
     table = PriceTable.load()
@@ -277,8 +278,8 @@ def _infra_apply_real(args: argparse.Namespace) -> int:
 def _infra_destroy_real(args: argparse.Namespace) -> int:
     import boto3
 
-    from coordinator.infra import RealAws
     from coordinator.paths import runs_dir
+    from coordinator.stack.infra import RealAws
 
     if not _confirmed(args, "destroy the spotbatch stack"):
         return EXIT_PREFLIGHT

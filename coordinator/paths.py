@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 
 HOME_ENV = "SPOTBATCH_HOME"
+# the Terraform modules and stacks ship with the source tree, beside the packages
+TERRAFORM_DIR = Path(__file__).resolve().parents[1] / "terraform"
 
 
 def project_home() -> Path:

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator.ledger import AttemptRecord, JobSummary, read_ledger
+from coordinator.cost.ledger import AttemptRecord, JobSummary, read_ledger
 from inference.errors import SpotbatchError
 
-CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")  # as coordinator.simulate runs them
+CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")  # as coordinator.sim.matrix runs them
 
 
 class ReportError(SpotbatchError):

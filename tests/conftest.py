@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from coordinator.model_build import build_tiny_model
+from coordinator.build.model import build_tiny_model
 from inference.dataset import write_dataset
 
 WORDS = [

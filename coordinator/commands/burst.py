@@ -77,7 +77,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def payload_command(args: argparse.Namespace) -> int:
-    from coordinator.burst_payload import build_payload
+    from coordinator.burst.payload import build_payload
 
     out = args.out or build_dir() / "burst-payload"
     build_payload(out, model_dir=args.model or default_model_dir(), dataset=args.dataset or default_dataset_path(), rows=args.rows)  # fmt: skip
@@ -101,12 +101,12 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def burst_command(args: argparse.Namespace) -> int:
-    from coordinator.budget import DEFAULT_CEILING_USD, BudgetGuard
-    from coordinator.burst import BURST_PREFIX, BurstFailed, BurstPlan, run_burst
-    from coordinator.ledger import default_tracking_uri
-    from coordinator.preflight import parse_overrides
-    from coordinator.pricing import PriceTable
-    from coordinator.providers.lambda_cloud import LambdaCloud
+    from coordinator.burst.providers.lambda_cloud import LambdaCloud
+    from coordinator.burst.workflow import BURST_PREFIX, BurstFailed, BurstPlan, run_burst
+    from coordinator.cost.budget import DEFAULT_CEILING_USD, BudgetGuard
+    from coordinator.cost.ledger import default_tracking_uri
+    from coordinator.cost.preflight import parse_overrides
+    from coordinator.cost.pricing import PriceTable
 
     name = f"{BURST_PREFIX}{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     run_dir = (args.run_dir or runs_dir() / "burst" / name).resolve()
@@ -170,10 +170,10 @@ def burst_command(args: argparse.Namespace) -> int:
 
 
 def down_command(args: argparse.Namespace) -> int:
-    from coordinator.budget import DEFAULT_CEILING_USD, BudgetGuard
-    from coordinator.burst import burst_down
-    from coordinator.ledger import default_tracking_uri
-    from coordinator.providers.lambda_cloud import LambdaCloud
+    from coordinator.burst.providers.lambda_cloud import LambdaCloud
+    from coordinator.burst.workflow import burst_down
+    from coordinator.cost.budget import DEFAULT_CEILING_USD, BudgetGuard
+    from coordinator.cost.ledger import default_tracking_uri
 
     run_dir = args.down_run_dir
     spend_log = run_dir / "spend_log.jsonl" if (run_dir / "spend_log.jsonl").exists() else spend_log_path()

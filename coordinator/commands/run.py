@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coordinator.controller import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
+from coordinator.job.controller import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
 from coordinator.paths import runs_dir, spend_log_path
 from inference.errors import SpotbatchError
 
@@ -81,10 +81,10 @@ def run_command(args: argparse.Namespace) -> int:
     import boto3
     from botocore.config import Config
 
-    from coordinator.budget import DEFAULT_CEILING_USD, BudgetGuard
-    from coordinator.clock import CloudClock
-    from coordinator.emulator import require_loopback
-    from coordinator.jobs import CloudTarget, run_job
+    from coordinator.cost.budget import DEFAULT_CEILING_USD, BudgetGuard
+    from coordinator.job.clock import CloudClock
+    from coordinator.job.runner import CloudTarget, run_job
+    from coordinator.sim.emulator import require_loopback
 
     outputs = read_outputs(args.outputs)
     if args.endpoint:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from coordinator.paths import default_dataset_path, default_model_dir, runs_dir
 
 if TYPE_CHECKING:
-    from coordinator.simulate import SimulatedRun
+    from coordinator.sim.matrix import SimulatedRun
 
 QUICK: dict[str, str | int] = {
     "runs": "on-demand=1,spot-only=2,hybrid=2,deadline=2",
@@ -94,8 +94,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def simulate_command(args: argparse.Namespace) -> int:
-    from coordinator.progress import ProgressView
-    from coordinator.simulate import SimulationSettings, simulate
+    from coordinator.sim.matrix import SimulationSettings, simulate
+    from coordinator.sim.progress import ProgressView
 
     sizes = QUICK if args.quick else FULL
     model = args.model or default_model_dir()
@@ -171,7 +171,7 @@ def summary_table(results: list[SimulatedRun]) -> str:
 
 
 def status_command(args: argparse.Namespace) -> int:
-    from coordinator.state import CoordinatorState
+    from coordinator.job.state import CoordinatorState
 
     path = args.run_dir / "state.db"
     if not path.is_file():

@@ -23,9 +23,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from coordinator.policies import policy_names
-from coordinator.pricing import PriceTable
-from coordinator.traces import AvailabilityTrace
+from coordinator.cost.pricing import PriceTable
+from coordinator.policies.recovery import policy_names
 from coordinator.whatif.engine import WhatIfError, WhatIfJob
 from coordinator.whatif.study import (
     DEFAULT_POLICIES,
@@ -38,6 +37,7 @@ from coordinator.whatif.study import (
     summarise,
     trace_windows,
 )
+from coordinator.whatif.traces import AvailabilityTrace
 
 DEFAULT_CHANGEOVER_SECONDS = 360  # boot + image + model load of a GPU instance: 0.1 h (Wu et al.'s setting)
 DEFAULT_TICK_SECONDS = 195  # the random model's tick, as in the SkyPilot traces

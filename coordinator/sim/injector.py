@@ -35,10 +35,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from coordinator.clock import CloudClock
+from coordinator.job.clock import CloudClock
 from coordinator.sim.instance_runtime import InstanceRuntime
 from coordinator.sim.metadata_server import MetadataServer
-from coordinator.traces import AvailabilityTrace
+from coordinator.whatif.traces import AvailabilityTrace
 
 NOTICE_SECONDS = 120.0  # AWS gives two minutes between the notice and the reclaim
 TICK_SECONDS = 0.05  # wall: how often the injector looks at the clock

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from coordinator.fleet import GONE_STATES
+from coordinator.job.fleet import GONE_STATES
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.worker_boot import BootMode, WorkerHandle, WorkerLauncher
 from inference.interruption import METADATA_ENDPOINT_ENV

@@ -32,7 +32,7 @@ from typing import Any
 
 from coordinator.sim.local_http import LocalHttpServer
 
-# What the stand-in sells: Lambda's names and the price table's per-GPU rates (coordinator/pricing/prices.csv)
+# What the stand-in sells: Lambda's names and the price table's per-GPU rates (coordinator/cost/prices.csv)
 CATALOG = {
     "gpu_1x_a100_sxm4_80gb": (1, "A100 (80 GB SXM4)", 179),
     "gpu_2x_a100_sxm4_80gb": (2, "A100 (80 GB SXM4)", 358),

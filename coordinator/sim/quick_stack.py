@@ -12,8 +12,8 @@ from typing import Any
 
 import boto3
 
-from coordinator.emulator import FAKE_CREDENTIALS, emulator_session
-from coordinator.infra import Infrastructure
+from coordinator.sim.emulator import FAKE_CREDENTIALS, emulator_session
+from coordinator.stack.infra import Infrastructure
 
 BUCKET = "spotbatch-test"
 

@@ -32,8 +32,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coordinator.deadline_policies import DeadlinePolicy, DeadlineView
-from coordinator.policies import Cause, Market, RecoveryPolicy, SegmentHistory
+from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
+from coordinator.policies.recovery import Cause, Market, RecoveryPolicy, SegmentHistory
 from inference.errors import SpotbatchError
 
 MIN_BILLED_SECONDS = 60  # EC2 Linux: per second after the first minute

@@ -21,10 +21,10 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from coordinator.policies import RecoveryPolicy, make_policy
-from coordinator.traces import AvailabilityTrace, RunLengths, random_availability
+from coordinator.policies.recovery import RecoveryPolicy, make_policy
 from coordinator.whatif.engine import Outcome, WhatIfError, WhatIfJob, simulate_job
 from coordinator.whatif.optimum import optimum_cost
+from coordinator.whatif.traces import AvailabilityTrace, RunLengths, random_availability
 
 WINDOW_DEADLINES = 3  # a window spans three deadlines: room for a policy that runs late to finish
 OPTIMUM = "optimum"

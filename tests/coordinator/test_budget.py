@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.budget import BudgetConfigError, BudgetGuard, BudgetGuardExceeded
 from coordinator.cli import main
+from coordinator.cost.budget import BudgetConfigError, BudgetGuard, BudgetGuardExceeded
 
 
 @pytest.fixture(autouse=True)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import jsonschema
 
-from coordinator.budget import DEFAULT_CEILING_USD
-from coordinator.preflight import CHECK_NAMES
-from coordinator.pricing import ESTIMATE_MARGIN, PriceTable, recommend_two_gpu_vendor
+from coordinator.cost.budget import DEFAULT_CEILING_USD
+from coordinator.cost.preflight import CHECK_NAMES
+from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceTable, recommend_two_gpu_vendor
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "budget"
 

@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from coordinator.budget import BudgetGuard
-from coordinator.burst import BurstFailed, BurstPlan, BurstState, ParityMismatch, run_burst
-from coordinator.burst_cost import BurstCostError, price_burst
-from coordinator.burst_payload import build_payload
-from coordinator.preflight import PreflightFailed
-from coordinator.providers.base import LaunchUnconfirmed, NoCapacity, ProviderError, RateLimited
-from coordinator.providers.lambda_cloud import LambdaCloud
+from coordinator.burst.cost import BurstCostError, price_burst
+from coordinator.burst.payload import build_payload
+from coordinator.burst.providers.base import LaunchUnconfirmed, NoCapacity, ProviderError, RateLimited
+from coordinator.burst.providers.lambda_cloud import LambdaCloud
+from coordinator.burst.workflow import BurstFailed, BurstPlan, BurstState, ParityMismatch, run_burst
+from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.preflight import PreflightFailed
 from coordinator.sim.lambda_standin import LambdaStandIn
 from coordinator.sim.local_sshd import LocalSshd, SshdUnavailable
 

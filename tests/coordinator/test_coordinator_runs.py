@@ -22,11 +22,11 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from coordinator.emulator import MotoServer, emulator_session
-from coordinator.infra import Infrastructure
+from coordinator.sim.emulator import MotoServer, emulator_session
 from coordinator.sim.fault_proxy import FaultRule
+from coordinator.sim.matrix import SimulationSettings, run_matrix
 from coordinator.sim.quick_stack import job_instances, make_stack
-from coordinator.simulate import SimulationSettings, run_matrix
+from coordinator.stack.infra import Infrastructure
 
 ROWS = 1_500
 
@@ -134,8 +134,8 @@ def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
     """The cloud (moto, instance runtime, metadata server) lives in this process; the coordinator is
     `python -m coordinator run`, killed with SIGKILL mid-run and started again with the same job id."""
     from coordinator.sim.instance_runtime import InstanceRuntime, WorkerSettings
+    from coordinator.sim.matrix import DATASET_KEY, upload_dataset
     from coordinator.sim.metadata_server import MetadataServer
-    from coordinator.simulate import DATASET_KEY, upload_dataset
 
     endpoint = str(stack.endpoint)
     aws = emulator_session(stack.env)

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from coordinator.build.dataset import read_movie_sentences, split_sentences
 from coordinator.cli import main
-from coordinator.dataprep import read_movie_sentences, split_sentences
 
 
 def prepare(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

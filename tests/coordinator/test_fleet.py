@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from coordinator.fleet import CapacityError, Fleet, LaunchError, LaunchRequest
+from coordinator.job.fleet import CapacityError, Fleet, LaunchError, LaunchRequest
 
 
 @pytest.fixture

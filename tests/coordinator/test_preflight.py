@@ -11,12 +11,12 @@ from typing import Any
 import boto3
 import pytest
 
-from coordinator import preflight
-from coordinator.billing import EC2_LINUX
-from coordinator.budget import BudgetGuard
 from coordinator.cli import main
-from coordinator.pricing import PriceQuote
-from coordinator.sync_policy import check_payload
+from coordinator.cost import preflight
+from coordinator.cost.allow_list import check_payload
+from coordinator.cost.billing import EC2_LINUX
+from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.pricing import PriceQuote
 
 QUOTE = PriceQuote(0.918, "table 2026-12-02: test", EC2_LINUX)
 

@@ -10,8 +10,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from coordinator.billing import EC2_LINUX, PER_HOUR, PER_MINUTE, billed_seconds, cost_usd
-from coordinator.ledger import (
+from coordinator.cost.billing import EC2_LINUX, PER_HOUR, PER_MINUTE, billed_seconds, cost_usd
+from coordinator.cost.ledger import (
     AttemptRecord,
     log_to_mlflow,
     price_attempt,
@@ -19,7 +19,7 @@ from coordinator.ledger import (
     summarize_job,
     write_ledger,
 )
-from coordinator.pricing import PriceError, PriceTable, estimate_job_cost, live_or_table_price
+from coordinator.cost.pricing import PriceError, PriceTable, estimate_job_cost, live_or_table_price
 
 SPOT, ON_DEMAND = 0.918, 3.06  # p3.2xlarge, us-east-1, from the shipped table
 

@@ -15,13 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 from botocore.config import Config
 
-from coordinator.clock import CloudClock
-from coordinator.fleet import CapacityError, Fleet, LaunchError
-from coordinator.merge import MergeError, merge_results
-from coordinator.monitor import ActiveAttempt, judge
+from coordinator.job.clock import CloudClock
+from coordinator.job.fleet import CapacityError, Fleet, LaunchError
+from coordinator.job.merge import MergeError, merge_results
+from coordinator.job.monitor import ActiveAttempt, judge
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
 from coordinator.sim.injector import RandomInterruptions, TraceReplay
-from coordinator.traces import AvailabilityTrace, TraceError
+from coordinator.whatif.traces import AvailabilityTrace, TraceError
 from inference.checkpoint import Checkpoint, encode_part, save_checkpoint
 from inference.heartbeat import Heartbeat
 from inference.storage import LocalStore
@@ -95,7 +95,7 @@ def test_fault_proxy_answers_with_aws_errors_that_the_fleet_sorts(moto_endpoint:
         template = ec2.create_launch_template(LaunchTemplateName="t", LaunchTemplateData={"ImageId": image})["LaunchTemplate"]["LaunchTemplateId"]  # fmt: skip
         fleet = Fleet(ec2, templates={"spot": template}, subnet_id=None, base_delay=0.01)
         request = dict(job_id="j", segment_id="seg-0000", market="spot", start=0, stop=10, input_key="k")
-        from coordinator.fleet import LaunchRequest
+        from coordinator.job.fleet import LaunchRequest
 
         proxy.add(FaultRule("RunInstances", "RequestLimitExceeded", times=1))
         proxy.add(FaultRule("RunInstances", "InternalError", times=1))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.state import DONE, PENDING, CoordinatorState, InvalidTransition
+from coordinator.job.state import DONE, PENDING, CoordinatorState, InvalidTransition
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ CHURN = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from coordinator.state import CoordinatorState
+    from coordinator.job.state import CoordinatorState
     state = CoordinatorState(Path(sys.argv[1]))
     state.create_job("job-k", config={}, segments=[(f"seg-{i:04d}", i, i + 1) for i in range(400)])
     print("ready", flush=True)

@@ -7,8 +7,8 @@ from pathlib import Path
 import boto3
 import pytest
 
+from coordinator.job.segments import plan_segments
 from inference.plan import plan_batches
-from inference.segments import plan_segments
 from inference.storage import LocalStore, ObjectNotFound, S3Store, open_store, split_uri
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.emulator import FAKE_CREDENTIALS, MotoServer
+from coordinator.sim.emulator import FAKE_CREDENTIALS, MotoServer
+from coordinator.sim.matrix import SimulationSettings, run_matrix
 from coordinator.sim.quick_stack import make_stack
-from coordinator.simulate import SimulationSettings, run_matrix
 from reports.build import build_report
 from reports.runs import ReportError, load_runs
 

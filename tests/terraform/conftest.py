@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.terraform import find_mirror
+from coordinator.stack.terraform import find_mirror
 
 TERRAFORM_DIR = Path(__file__).resolve().parents[2] / "terraform"
 MODULES = sorted(p.name for p in (TERRAFORM_DIR / "modules").iterdir() if (p / "main.tf").is_file())

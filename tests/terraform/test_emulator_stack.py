@@ -8,8 +8,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from coordinator.emulator import EmulatorError, MotoServer, require_loopback
-from coordinator.terraform import Terraform, TerraformError
+from coordinator.sim.emulator import EmulatorError, MotoServer, require_loopback
+from coordinator.stack.terraform import Terraform, TerraformError
 from tests.terraform.conftest import TERRAFORM_DIR
 
 pytestmark = pytest.mark.slow
@@ -84,7 +84,7 @@ def test_localstack_target_where_one_runs(
     """LocalStack needs Docker, which this machine lacks: the test runs only where one answers."""
     import requests
 
-    from coordinator.infra import emulator_infrastructure, localstack_endpoint
+    from coordinator.stack.infra import emulator_infrastructure, localstack_endpoint
 
     endpoint = localstack_endpoint()
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.terraform import Terraform, find_binary
+from coordinator.stack.terraform import Terraform, find_binary
 from tests.terraform.conftest import MODULES, TERRAFORM_DIR
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from coordinator.dataprep import Sentence
+from coordinator.build.dataset import Sentence
 from inference.model import configure_threads, load_classifier, quiet_transformers
 
 LABELS = ("negative", "positive")

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from coordinator.sync_policy import DEFAULT_ALLOW
+import inference
+from coordinator.cost.allow_list import DEFAULT_ALLOW
 from inference.dataset import write_dataset
 from inference.errors import SpotbatchError
 
@@ -104,9 +105,9 @@ def build_payload(out: Path, *, model_dir: Path, dataset: Path, rows: int) -> Pa
     (out / "data").mkdir(parents=True)
     write_dataset(table.slice(0, rows), out / "data" / "sentences.parquet")
     shutil.copytree(model_dir, out / "model")
-    code = Path(__file__).resolve().parents[1] / "inference"
+    code = Path(inference.__file__).resolve().parent  # the worker package, as installed here
     shutil.copytree(code, out / "inference", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    shutil.copy2(Path(__file__).with_name("burst_job.py"), out / "burst_job.py")
+    shutil.copy2(Path(__file__).with_name("remote_job.py"), out / "burst_job.py")
     lock = [f"{name}=={metadata.version(name).split('+')[0]}" for name in LOCKED_PACKAGES]
     (out / LOCK_FILE).write_text(
         "# the versions the burst's parity check expects on the box\n" + "\n".join(lock) + "\n"

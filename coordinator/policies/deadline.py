@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.policies import Cause, Decision, Market, RecoveryPolicy, SegmentHistory, register
+from coordinator.policies.recovery import Cause, Decision, Market, RecoveryPolicy, SegmentHistory, register
 from inference.errors import SpotbatchError
 
 SAFETY_NET_CHANGEOVERS = (

@@ -146,7 +146,7 @@ class Hybrid(RecoveryPolicy):
 
 
 def _load_all() -> None:
-    import coordinator.deadline_policies  # noqa: F401 (registers greedy, deadline, ...; imports this module)
+    import coordinator.policies.deadline  # noqa: F401 (registers greedy, deadline, ...; imports this module)
 
 
 def policy_names() -> list[str]:

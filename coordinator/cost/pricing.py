@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from coordinator.billing import BillingRule, rule_named
+from coordinator.cost.billing import BillingRule, rule_named
 from inference.errors import SpotbatchError
 
 Market = Literal["spot", "on-demand"]
@@ -104,7 +104,7 @@ class PriceTable:
 
     @classmethod
     def load(cls, path: Path | None = None) -> PriceTable:
-        source = path or Path(str(resources.files("coordinator.pricing") / "prices.csv"))
+        source = path or Path(str(resources.files("coordinator.cost") / "prices.csv"))
         with open(source, encoding="utf-8", newline="") as handle:
             reader = csv.DictReader(handle)
             if tuple(reader.fieldnames or ()) != COLUMNS:

@@ -28,16 +28,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from coordinator.budget import BudgetGuard
-from coordinator.clock import CloudClock
-from coordinator.controller import Controller, JobOutcome, JobSpec, SegmentStatus
-from coordinator.fleet import Fleet
-from coordinator.ledger import summarize_job, write_ledger
-from coordinator.merge import MergeReport, merge_results
-from coordinator.policies import make_policy
-from coordinator.pricing import PriceQuote, PriceTable
-from coordinator.state import CoordinatorState
-from inference.segments import plan_segments
+from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.ledger import summarize_job, write_ledger
+from coordinator.cost.pricing import PriceQuote, PriceTable
+from coordinator.job.clock import CloudClock
+from coordinator.job.controller import Controller, JobOutcome, JobSpec, SegmentStatus
+from coordinator.job.fleet import Fleet
+from coordinator.job.merge import MergeReport, merge_results
+from coordinator.job.segments import plan_segments
+from coordinator.job.state import CoordinatorState
+from coordinator.policies.recovery import make_policy
 from inference.storage import S3Store
 
 

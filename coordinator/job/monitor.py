@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from coordinator.fleet import GONE_STATES, Fleet
+from coordinator.job.fleet import GONE_STATES, Fleet
 from inference.heartbeat import Heartbeat, heartbeat_key
 from inference.storage import ObjectNotFound, ObjectStore
 

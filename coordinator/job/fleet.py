@@ -28,7 +28,7 @@ from botocore.parsers import ResponseParserError
 
 from inference.errors import SpotbatchError
 
-log = logging.getLogger("coordinator.fleet")
+log = logging.getLogger("coordinator.job.fleet")
 
 RETRYABLE_CODES = frozenset({
     "Throttling", "ThrottlingException", "RequestLimitExceeded", "InternalError", "InternalFailure",

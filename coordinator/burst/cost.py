@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
-from coordinator.billing import PER_MINUTE, BillingRule, billed_seconds, cost_usd
-from coordinator.ledger import use_experiment
+from coordinator.cost.billing import PER_MINUTE, BillingRule, billed_seconds, cost_usd
+from coordinator.cost.ledger import use_experiment
 from inference.errors import SpotbatchError
 
 

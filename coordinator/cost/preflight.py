@@ -22,9 +22,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from coordinator.budget import BudgetGuard
-from coordinator.pricing import PriceQuote
-from coordinator.sync_policy import check_payload
+from coordinator.cost.allow_list import check_payload
+from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.pricing import PriceQuote
 from inference.errors import SpotbatchError
 
 PROJECT_TAG = ("Project", "spotbatch")

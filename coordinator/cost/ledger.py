@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from coordinator.billing import BillingRule, billed_seconds, cost_usd
+from coordinator.cost.billing import BillingRule, billed_seconds, cost_usd
 
 EndReason = Literal["done", "interrupted", "lost", "switched", "failed", "terminated", "failed-launch"]
 INTERRUPTED: frozenset[str] = frozenset({"interrupted", "lost"})

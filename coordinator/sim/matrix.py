@@ -27,20 +27,20 @@ from typing import Any
 import pyarrow.parquet as pq
 from botocore.config import Config
 
-from coordinator.budget import BudgetGuard
-from coordinator.clock import CloudClock
-from coordinator.controller import JobSpec, SegmentStatus
-from coordinator.deadline_policies import DEFAULT_RESERVE_HOURS
-from coordinator.emulator import emulator_session
-from coordinator.infra import Infrastructure, alive_project_instances, emulator_infrastructure
-from coordinator.jobs import CloudTarget, RunResult, run_job
-from coordinator.ledger import default_tracking_uri, log_to_mlflow, read_ledger
+from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_ledger
+from coordinator.job.clock import CloudClock
+from coordinator.job.controller import JobSpec, SegmentStatus
+from coordinator.job.runner import CloudTarget, RunResult, run_job
+from coordinator.policies.deadline import DEFAULT_RESERVE_HOURS
+from coordinator.sim.emulator import emulator_session
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
 from coordinator.sim.injector import InterruptionInjector, RandomInterruptions, TraceReplay
 from coordinator.sim.instance_runtime import InstanceRuntime, WorkerSettings
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.worker_boot import BootMode
-from coordinator.traces import AvailabilityTrace
+from coordinator.stack.infra import Infrastructure, alive_project_instances, emulator_infrastructure
+from coordinator.whatif.traces import AvailabilityTrace
 from inference.dataset import write_dataset
 from inference.errors import SpotbatchError
 
@@ -58,7 +58,7 @@ CHANGEOVER = 3.0  # wall: a forked worker's launch to first heartbeat, planned u
 # wall: what a reclaim costs before the replacement is launched: the notice poll, the batch in hand, the
 # draining heartbeat, a coordinator cycle
 RECLAIM_OVERHEAD = NOTICE_POLL_EVERY + 1.0 + HEARTBEAT_EVERY + CYCLE_SECONDS
-log = logging.getLogger("coordinator.simulate")
+log = logging.getLogger("coordinator.sim.matrix")
 
 
 class SimulationError(SpotbatchError):

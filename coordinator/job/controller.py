@@ -36,17 +36,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from coordinator import state as states
-from coordinator.billing import billed_seconds, cost_usd
-from coordinator.budget import BudgetGuard, BudgetGuardExceeded
-from coordinator.clock import CloudClock
-from coordinator.deadline_policies import DeadlinePolicy, DeadlineRequired, DeadlineView
-from coordinator.fleet import CapacityError, Fleet, LaunchError, LaunchRequest
-from coordinator.ledger import AttemptRecord
-from coordinator.monitor import ActiveAttempt, AttemptView, Monitor
-from coordinator.policies import Cause, Market, RecoveryPolicy, SegmentHistory
-from coordinator.pricing import ESTIMATE_MARGIN, PriceQuote
-from coordinator.state import CoordinatorState, SegmentRow
+from coordinator.cost.billing import billed_seconds, cost_usd
+from coordinator.cost.budget import BudgetGuard, BudgetGuardExceeded
+from coordinator.cost.ledger import AttemptRecord
+from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceQuote
+from coordinator.job import state as states
+from coordinator.job.clock import CloudClock
+from coordinator.job.fleet import CapacityError, Fleet, LaunchError, LaunchRequest
+from coordinator.job.monitor import ActiveAttempt, AttemptView, Monitor
+from coordinator.job.state import CoordinatorState, SegmentRow
+from coordinator.policies.deadline import DeadlinePolicy, DeadlineRequired, DeadlineView
+from coordinator.policies.recovery import Cause, Market, RecoveryPolicy, SegmentHistory
 from inference.checkpoint import load_checkpoint
 from inference.errors import SpotbatchError
 from inference.storage import ObjectStore

@@ -37,7 +37,7 @@ from typing import Any
 
 import requests
 
-from coordinator.providers.base import (
+from coordinator.burst.providers.base import (
     Instance,
     InstanceType,
     Launched,

@@ -34,26 +34,26 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TextIO
 
-from coordinator.budget import BudgetGuard
-from coordinator.burst_cost import BurstCost, log_burst_cost
-from coordinator.burst_payload import (
+from coordinator.burst.cost import BurstCost, log_burst_cost
+from coordinator.burst.payload import (
     BURST_ALLOW,
     FINGERPRINT_SCRIPT,
     differences,
     local_fingerprint,
     lock_names,
 )
-from coordinator.preflight import (
+from coordinator.burst.providers.base import GONE, GpuCloud, LaunchUnconfirmed, ProviderError
+from coordinator.burst.remote_box import RemoteBox
+from coordinator.cost.allow_list import check_payload
+from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.preflight import (
     PRICE_MAX_AGE_DAYS,
     CheckResult,
     apply_overrides,
     check_budget_headroom,
     require_preflight,
 )
-from coordinator.pricing import ESTIMATE_MARGIN
-from coordinator.providers.base import GONE, GpuCloud, LaunchUnconfirmed, ProviderError
-from coordinator.remote_box import RemoteBox
-from coordinator.sync_policy import check_payload
+from coordinator.cost.pricing import ESTIMATE_MARGIN
 from inference.errors import SpotbatchError
 
 BURST_PREFIX = "spotbatch-burst-"  # every box this workflow launches is named so; strays are found by it
