@@ -18,16 +18,20 @@ from coordinator.commands import burst as burst_commands
 from coordinator.commands import run as run_command
 from coordinator.commands import simulate as simulate_commands
 from coordinator.commands import whatif as whatif_command
-from coordinator.cost.budget import DEFAULT_CEILING_USD, BudgetGuardExceeded
-from coordinator.cost.preflight import PreflightFailed
-from inference.errors import SpotbatchError
+from coordinator.cost.budget import DEFAULT_CEILING_USD
+from coordinator.errors import (
+    EXIT_INTERRUPTED,
+    BudgetGuardExceeded,
+    Declined,
+    PreflightFailed,
+    SpotbatchError,
+)
+from inference.errors import WorkerError
 from reports import __main__ as report_cli
 
 if TYPE_CHECKING:
     from coordinator.cost.budget import BudgetGuard
 
-EXIT_BUDGET = 3  # a refusal by the budget guard: not an error of input, a decision
-EXIT_PREFLIGHT = 4  # a failed pre-flight check that was not overridden
 Handler = Callable[[argparse.Namespace], int]
 
 
@@ -228,15 +232,16 @@ def _real_variables(args: argparse.Namespace) -> dict[str, str]:
     return {key: value for key, value in variables.items() if value}
 
 
-def _confirmed(args: argparse.Namespace, what: str) -> bool:
+def _confirm(args: argparse.Namespace, what: str) -> None:
+    """Go on only with --confirm, CONFIRM=yes or a typed yes; otherwise raise `Declined` (exit 5)."""
     import os
 
     if args.confirm or os.environ.get("CONFIRM") == "yes":
-        return True
+        return
     if not sys.stdin.isatty():
-        print(f"refusing to {what} without CONFIRM=yes (no terminal to ask)", file=sys.stderr)
-        return False
-    return input(f"{what} on real AWS, which costs money. Type yes to go on: ").strip() == "yes"
+        raise Declined(f"refusing to {what} without CONFIRM=yes (no terminal to ask)")
+    if input(f"{what} on real AWS, which costs money. Type yes to go on: ").strip() != "yes":
+        raise Declined(f"did not {what}: the answer was not yes")
 
 
 def _infra_apply_real(args: argparse.Namespace) -> int:
@@ -262,8 +267,7 @@ def _infra_apply_real(args: argparse.Namespace) -> int:
     preflight.require_preflight(results)
     real = RealAws(runs_dir() / "infra" / "aws", _real_variables(args))
     print(real.plan())
-    if not _confirmed(args, "apply this plan"):
-        return EXIT_PREFLIGHT
+    _confirm(args, "apply this plan")
     outputs = real.apply_saved_plan()
     for name, value in outputs.items():
         print(f"  {name} = {value}")
@@ -281,8 +285,7 @@ def _infra_destroy_real(args: argparse.Namespace) -> int:
     from coordinator.paths import runs_dir
     from coordinator.stack.infra import RealAws
 
-    if not _confirmed(args, "destroy the spotbatch stack"):
-        return EXIT_PREFLIGHT
+    _confirm(args, "destroy the spotbatch stack")
     alive = RealAws(runs_dir() / "infra" / "aws", _real_variables(args)).destroy_and_confirm(
         boto3.client("ec2", region_name=args.region)
     )
@@ -428,18 +431,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
-    except BudgetGuardExceeded as refusal:
+    except (BudgetGuardExceeded, PreflightFailed, Declined) as refusal:
         print(f"refused: {refusal}", file=sys.stderr)
-        return EXIT_BUDGET
-    except PreflightFailed as refusal:
-        print(f"refused: {refusal}", file=sys.stderr)
-        return EXIT_PREFLIGHT
-    except SpotbatchError as error:
+        return refusal.exit_code
+    except (SpotbatchError, WorkerError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return error.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ name in capitals with `SPOTBATCH_` in front), which is how user-data and the con
 
 Restarted with the same arguments, it resumes from the checkpoint. On a spot interruption notice or
 SIGTERM it finishes the batch in hand, writes its part and checkpoint, heartbeats `draining` and exits 0.
-Exit codes: 0 done or drained, 2 bad input or arguments, 3 superseded (a later attempt of the segment
-claimed its checkpoint: this one was presumed lost and stops without writing), 1 anything else.
+Exit codes (`inference/errors.py`): 0 done or drained, 2 bad input or arguments, 6 superseded (a later
+attempt of the segment claimed its checkpoint: this one was presumed lost and stops without writing),
+130 interrupted, 1 anything else.
 
 Fencing: an attempt claims the checkpoint when it starts (writes it with its attempt id) and re-reads it
 before each checkpoint write; if another attempt has claimed it since, this one is a leftover (an instance
@@ -38,7 +39,14 @@ from inference.checkpoint import (
     save_checkpoint,
 )
 from inference.dataset import read_segment
-from inference.errors import CheckpointError, InputDataError, ModelLoadError, Superseded
+from inference.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_DONE,
+    EXIT_INTERRUPTED,
+    CheckpointError,
+    Superseded,
+    WorkerError,
+)
 from inference.heartbeat import HEARTBEAT_SECONDS, Heartbeat, HeartbeatWriter
 from inference.interruption import (
     NOTICE_POLL_SECONDS,
@@ -343,20 +351,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop.install_sigterm_handler()
     try:
         outcome = run_worker(config_from_args(args), stop)
-    except (InputDataError, CheckpointError, ModelLoadError, ValueError) as error:
-        log.error("error: %s", error)
-        return 2
     except Superseded as error:
         log.warning("superseded: %s", error)
-        return 3
+        return error.exit_code
+    except WorkerError as error:
+        log.error("error: %s", error)
+        return error.exit_code
+    except ValueError as error:  # a row range or batch size that cannot be planned
+        log.error("error: %s", error)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         log.error("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
     log.info(
         "%s: %d/%d rows, %d batches this attempt", outcome.state, outcome.rows_done, outcome.rows_total,
         outcome.batches_run,
     )  # fmt: skip
-    return 0
+    return EXIT_DONE
 
 
 if __name__ == "__main__":

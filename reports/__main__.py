@@ -7,8 +7,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from coordinator.errors import ReportError
 from coordinator.paths import project_home, runs_dir
-from reports.runs import ReportError, latest_runs_folder
+from reports.runs import latest_runs_folder
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,13 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.cost.ledger import AttemptRecord, JobSummary, read_ledger
-from inference.errors import SpotbatchError
+from coordinator.errors import ReportError
 
 CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")  # as coordinator.sim.matrix runs them
-
-
-class ReportError(SpotbatchError):
-    """No runs to report on, or a run folder whose files do not parse (the message names the file)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from inference.errors import InputDataError
+from coordinator.errors import DataError
 
 VADER_REQUIREMENT = "vaderSentiment==3.3.2"
 VADER_SDIST = "vaderSentiment-3.3.2.tar.gz"
@@ -51,7 +51,7 @@ def fetch_vader_sdist(cache_dir: Path) -> Path:
                VADER_REQUIREMENT, "--dest", str(cache_dir)]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0 or not target.is_file():
-        raise InputDataError(
+        raise DataError(
             f"could not download {VADER_REQUIREMENT} (sdist) into {cache_dir}: {result.stderr.strip()[-500:]}"
         )
     return target
@@ -62,20 +62,20 @@ def read_movie_sentences(sdist: Path) -> list[Sentence]:
     with tarfile.open(sdist, "r:gz") as outer:
         member = outer.extractfile(INNER_ARCHIVE)
         if member is None:
-            raise InputDataError(f"{sdist}: {INNER_ARCHIVE} not found")
+            raise DataError(f"{sdist}: {INNER_ARCHIVE} not found")
         with tarfile.open(fileobj=io.BytesIO(member.read()), mode="r:gz") as inner:
             movie = inner.extractfile(MOVIE_FILE)
             if movie is None:
-                raise InputDataError(f"{sdist}: {MOVIE_FILE} not found in {INNER_ARCHIVE}")
+                raise DataError(f"{sdist}: {MOVIE_FILE} not found in {INNER_ARCHIVE}")
             raw = movie.read()
     digest = hashlib.sha256(raw).hexdigest()
     if digest != MOVIE_FILE_SHA256:
-        raise InputDataError(f"{sdist}: {MOVIE_FILE} has sha256 {digest}, expected {MOVIE_FILE_SHA256}")
+        raise DataError(f"{sdist}: {MOVIE_FILE} has sha256 {digest}, expected {MOVIE_FILE_SHA256}")
     sentences = []
     for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
         fields = line.split("\t", 2)
         if len(fields) != 3:
-            raise InputDataError(f"{sdist}: {MOVIE_FILE} line {number}: expected 3 tab-separated fields")
+            raise DataError(f"{sdist}: {MOVIE_FILE} line {number}: expected 3 tab-separated fields")
         rating = float(fields[1])
         if rating != 0:
             sentences.append(
@@ -95,7 +95,7 @@ def split_sentences(sentences: list[Sentence]) -> Splits:
     shuffled = sorted(sentences, key=lambda s: s.sentence_id)
     random.Random(SHUFFLE_SEED).shuffle(shuffled)
     if len(shuffled) < DATASET_ROWS or len(shuffled) <= EVAL_ROWS:
-        raise InputDataError(f"only {len(shuffled)} sentences; need at least {DATASET_ROWS}")
+        raise DataError(f"only {len(shuffled)} sentences; need at least {DATASET_ROWS}")
     return Splits(
         dataset=shuffled[:DATASET_ROWS],
         train=shuffled[:-EVAL_ROWS],

@@ -22,11 +22,7 @@ from pathlib import Path
 
 from coordinator.cost.billing import PER_MINUTE, BillingRule, billed_seconds, cost_usd
 from coordinator.cost.ledger import use_experiment
-from inference.errors import SpotbatchError
-
-
-class BurstCostError(SpotbatchError):
-    """Timestamps or rates that cannot be priced (names the field and value)."""
+from coordinator.errors import BurstCostError
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,8 @@ import pyarrow.parquet as pq
 
 import inference
 from coordinator.cost.allow_list import DEFAULT_ALLOW
+from coordinator.errors import PayloadError
 from inference.dataset import write_dataset
-from inference.errors import SpotbatchError
 
 BURST_ALLOW = (*DEFAULT_ALLOW, "*.safetensors", "*.lock")
 LOCKED_PACKAGES = ("torch", "transformers", "tokenizers", "safetensors", "numpy", "pyarrow")
@@ -64,10 +64,6 @@ print(json.dumps({"python": platform.python_version(), "torch": version("torch")
                   "cuda": cuda, "driver": driver, "lock_sha256": hashlib.sha256(lock.encode()).hexdigest(),
                   "lock": lock}))
 """
-
-
-class PayloadError(SpotbatchError):
-    """The payload cannot be built or read (names the file)."""
 
 
 def lock_names(payload: Path) -> list[str]:

@@ -20,14 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference.errors import SpotbatchError
+from coordinator.errors import RemoteError
 
 CONNECT_TIMEOUT_SECONDS = 10  # a booted box answers in well under this; a dead one never does
 COMMAND_TIMEOUT_SECONDS = 3_600.0  # the real job's ceiling; shorter steps pass their own
-
-
-class RemoteError(SpotbatchError):
-    """A remote command or transfer failed; the message has the command and the end of its output."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -42,7 +42,7 @@ from coordinator.burst.payload import (
     local_fingerprint,
     lock_names,
 )
-from coordinator.burst.providers.base import GONE, GpuCloud, LaunchUnconfirmed, ProviderError
+from coordinator.burst.providers.base import GONE, GpuCloud
 from coordinator.burst.remote_box import RemoteBox
 from coordinator.cost.allow_list import check_payload
 from coordinator.cost.budget import BudgetGuard
@@ -54,7 +54,14 @@ from coordinator.cost.preflight import (
     require_preflight,
 )
 from coordinator.cost.pricing import ESTIMATE_MARGIN
-from inference.errors import SpotbatchError
+from coordinator.errors import (
+    BurstFailed,
+    ConfigError,
+    LaunchUnconfirmed,
+    ParityMismatch,
+    ProviderError,
+    SpotbatchError,
+)
 
 BURST_PREFIX = "spotbatch-burst-"  # every box this workflow launches is named so; strays are found by it
 BOOT_TIMEOUT_SECONDS = 900.0  # Lambda boxes take "several minutes"; fifteen without SSH means it is broken
@@ -64,14 +71,6 @@ GONE_TIMEOUT_SECONDS = 300.0  # terminating -> terminated takes seconds to a min
 SMOKE_TIMEOUT_SECONDS = 900.0
 ARTIFACT_CAP_BYTES = 50 * 1024 * 1024  # outputs, metrics, logs: anything bigger stays on the box (and dies)
 COST_TOLERANCE = 1.0  # an actual above the estimate (which has its margin) is reported as an overrun
-
-
-class BurstFailed(SpotbatchError):
-    """A step failed after launch; the box was terminated and confirmed gone before this was raised."""
-
-
-class ParityMismatch(BurstFailed):
-    """The box's software differs from this machine's; the message lists the fields."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,7 +156,7 @@ class BurstState:
         try:
             return cls(**json.loads(path.read_text(encoding="utf-8")))
         except (OSError, json.JSONDecodeError, TypeError) as error:
-            raise SpotbatchError(f"{path}: no readable burst state ({error})") from None
+            raise ConfigError(f"{path}: no readable burst state ({error})") from None
 
 
 @dataclass(frozen=True, slots=True)

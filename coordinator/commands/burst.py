@@ -102,11 +102,12 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 def burst_command(args: argparse.Namespace) -> int:
     from coordinator.burst.providers.lambda_cloud import LambdaCloud
-    from coordinator.burst.workflow import BURST_PREFIX, BurstFailed, BurstPlan, run_burst
+    from coordinator.burst.workflow import BURST_PREFIX, BurstPlan, run_burst
     from coordinator.cost.budget import DEFAULT_CEILING_USD, BudgetGuard
     from coordinator.cost.ledger import default_tracking_uri
     from coordinator.cost.preflight import parse_overrides
     from coordinator.cost.pricing import PriceTable
+    from coordinator.errors import BurstFailed
 
     name = f"{BURST_PREFIX}{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     run_dir = (args.run_dir or runs_dir() / "burst" / name).resolve()

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from coordinator.errors import StackOutputsError
 from coordinator.job.controller import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
 from coordinator.paths import runs_dir, spend_log_path
-from inference.errors import SpotbatchError
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,11 +67,11 @@ def read_outputs(path: Path) -> dict[str, Any]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
-        raise SpotbatchError(f"{path}: cannot read the stack outputs ({error})") from None
+        raise StackOutputsError(f"{path}: cannot read the stack outputs ({error})") from None
     outputs = {k: (v["value"] if isinstance(v, dict) and "value" in v else v) for k, v in raw.items()}
     for key in ("bucket", "launch_template_ids"):
         if key not in outputs:
-            raise SpotbatchError(
+            raise StackOutputsError(
                 f"{path}: no {key!r} output; is this the spotbatch stack's `terraform output -json`?"
             )
     return outputs

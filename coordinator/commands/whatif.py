@@ -24,8 +24,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from coordinator.cost.pricing import PriceTable
+from coordinator.errors import WhatIfError
 from coordinator.policies.recovery import policy_names
-from coordinator.whatif.engine import WhatIfError, WhatIfJob
+from coordinator.whatif.engine import WhatIfJob
 from coordinator.whatif.study import (
     DEFAULT_POLICIES,
     OPTIMUM,

@@ -45,21 +45,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from inference.errors import SpotbatchError
+from coordinator.errors import BudgetConfigError, BudgetGuardExceeded
 
 DEFAULT_CEILING_USD = 5.0  # docs/budget/budget.md: $3 for the GPU run, $2 buffer
 CEILING_ENV = "LYNX_CLOUD_BUDGET_USD"
 TEST_MODE_ENV = "BUDGET_GUARD_TEST_MODE"
 CURRENCY = "USD"
 TOLERANCE_USD = 1e-9  # float sums of cents must not refuse an estimate that lands exactly on the ceiling
-
-
-class BudgetGuardExceeded(SpotbatchError):
-    """Authorizing the operation could make spending pass the ceiling."""
-
-
-class BudgetConfigError(SpotbatchError):
-    """A ceiling, estimate, currency or log line that the guard cannot trust."""
 
 
 def parse_amount(value: object, what: str) -> float:

@@ -25,7 +25,7 @@ from typing import Any
 from coordinator.cost.allow_list import check_payload
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import PriceQuote
-from inference.errors import SpotbatchError
+from coordinator.errors import PreflightFailed
 
 PROJECT_TAG = ("Project", "spotbatch")
 MAX_LIFETIME_TAG = "spotbatch:max-lifetime-seconds"
@@ -36,10 +36,6 @@ CHECK_NAMES = (
     "no-stray-instances", "budget-headroom", "auto-termination", "teardown-dry-run", "price-of-the-day",
     "sync-allow-list",
 )  # fmt: skip
-
-
-class PreflightFailed(SpotbatchError):
-    """A pre-flight check failed and was not overridden."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from coordinator.cost.billing import BillingRule, rule_named
-from inference.errors import SpotbatchError
+from coordinator.errors import PriceError
 
 Market = Literal["spot", "on-demand"]
 MARKETS: tuple[Market, ...] = ("spot", "on-demand")
@@ -35,10 +35,6 @@ ESTIMATE_MARGIN = (
     0.25  # on top of expected hours: boot, model load, a retry; the budget guard reserves it too
 )
 LIVE_PRICE_MAX_AGE = timedelta(days=7)  # an older "latest" price is not today's (moto answers with 2006)
-
-
-class PriceError(SpotbatchError):
-    """A price table that does not parse, or a price that is not in it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,18 +37,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.cost.billing import billed_seconds, cost_usd
-from coordinator.cost.budget import BudgetGuard, BudgetGuardExceeded
+from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import AttemptRecord
 from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceQuote
+from coordinator.errors import BudgetGuardExceeded, CapacityError, DeadlineRequired, LaunchError, LeakError
 from coordinator.job import state as states
 from coordinator.job.clock import CloudClock
-from coordinator.job.fleet import CapacityError, Fleet, LaunchError, LaunchRequest
+from coordinator.job.fleet import Fleet, LaunchRequest
 from coordinator.job.monitor import ActiveAttempt, AttemptView, Monitor
 from coordinator.job.state import CoordinatorState, SegmentRow
-from coordinator.policies.deadline import DeadlinePolicy, DeadlineRequired, DeadlineView
+from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
 from coordinator.policies.recovery import Cause, Market, RecoveryPolicy, SegmentHistory
 from inference.checkpoint import load_checkpoint
-from inference.errors import SpotbatchError
 from inference.storage import ObjectStore
 
 CYCLE_SECONDS = 5.0  # wall, on AWS: notices give 120 s, so a 5 s look costs little; the simulator shrinks it
@@ -62,14 +62,6 @@ CHANGEOVER_SECONDS = 300.0
 # its 2-s draining heartbeat, a 5-s cycle. Deadline policies keep this much slack on top of a changeover
 RECLAIM_OVERHEAD_SECONDS = 10.0
 log = logging.getLogger("coordinator")
-
-
-class LeakError(SpotbatchError):
-    """Instances of the job are still alive after the job ended and they were terminated."""
-
-
-class JobFailed(SpotbatchError):
-    """Some segments could not be finished (the policy gave up, the budget refused, the worker failed)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

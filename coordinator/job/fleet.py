@@ -26,7 +26,7 @@ from typing import Any
 from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 from botocore.parsers import ResponseParserError
 
-from inference.errors import SpotbatchError
+from coordinator.errors import CapacityError, LaunchError
 
 log = logging.getLogger("coordinator.job.fleet")
 
@@ -48,18 +48,6 @@ GONE_STATES = frozenset({"shutting-down", "terminated"})
 # TerminateInstances answers while another caller is terminating the same instance: AWS when it is already
 # gone; moto when a concurrent terminate detached its volume first (seen under load in the simulator)
 TERMINATING_ELSEWHERE = frozenset({"InvalidInstanceID.NotFound", "InvalidAttachment.NotFound"})
-
-
-class LaunchError(SpotbatchError):
-    """A launch that must not be retried as it is (bad template, permissions, parameters)."""
-
-    def __init__(self, message: str, history: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.history = history or []  # the failed calls before this one
-
-
-class CapacityError(LaunchError):
-    """No capacity (or price, or limit) for this market now: the policy decides what next."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

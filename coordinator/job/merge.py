@@ -22,16 +22,12 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from coordinator.errors import MergeError
 from inference.checkpoint import read_segment_output
-from inference.errors import SpotbatchError
 from inference.storage import ObjectStore
 
 RESULT_COLUMNS = ("id", "text", "label", "prediction", "score")
 SHOWN = 5  # ids named in an error message
-
-
-class MergeError(SpotbatchError):
-    """The segments' outputs are not exactly the input rows, once each."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference.errors import SpotbatchError
+from coordinator.errors import InvalidTransition, SpotbatchError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -67,10 +67,6 @@ ALLOWED_FROM: dict[str, frozenset[str]] = {
     DONE: frozenset({RUNNING, DRAINING}),
     FAILED: frozenset({FAILED_LAUNCH, INTERRUPTED, RUNNING}),
 }
-
-
-class InvalidTransition(SpotbatchError):
-    """A transition from a state that does not allow it (a bug, or another coordinator at work)."""
 
 
 @dataclass(frozen=True, slots=True)

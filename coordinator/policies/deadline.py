@@ -41,8 +41,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coordinator.errors import DeadlineRequired, SpotbatchError
 from coordinator.policies.recovery import Cause, Decision, Market, RecoveryPolicy, SegmentHistory, register
-from inference.errors import SpotbatchError
 
 SAFETY_NET_CHANGEOVERS = (
     2  # uniform progress: on-demand to the end when less than this many changeovers remain
@@ -51,10 +51,6 @@ HYSTERESIS_CHANGEOVERS = 2  # uniform progress: leave on-demand only this far ah
 DEFAULT_RESERVE_HOURS = (
     1.0  # `deadline`: slack kept for returns to spot; bench/policies picked it (see README)
 )
-
-
-class DeadlineRequired(SpotbatchError):
-    """A deadline policy was used without a deadline, or asked to `launch()`/`recover()` like the others."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

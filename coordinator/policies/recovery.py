@@ -17,15 +17,11 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from inference.errors import SpotbatchError
+from coordinator.errors import SpotbatchError, UnknownPolicy
 
 Market = Literal["spot", "on-demand"]
 Cause = Literal["interrupted", "failed-launch"]
 MAX_ON_DEMAND_LAUNCH_FAILURES = 3  # on-demand capacity errors are rare and short; past three, a human looks
-
-
-class UnknownPolicy(SpotbatchError):
-    """A policy name that is not registered; the message lists the valid ones."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 
 import requests
 
-from inference.errors import SpotbatchError
+from coordinator.errors import EmulatorError
 
 READY_TIMEOUT_SECONDS = 30.0  # moto is ready in about 1 s; a cold import on a busy machine takes longer
 STOP_GRACE_SECONDS = 5.0
@@ -46,10 +46,6 @@ def emulator_session(env: Mapping[str, str]) -> Any:
         aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
         aws_session_token=env.get("AWS_SESSION_TOKEN"), region_name=env.get("AWS_DEFAULT_REGION", "us-east-1"),
     )  # fmt: skip
-
-
-class EmulatorError(SpotbatchError):
-    """The emulator did not start, or an endpoint is not a loopback one."""
 
 
 def require_loopback(endpoint: str) -> None:

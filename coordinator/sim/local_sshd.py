@@ -23,13 +23,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Self
 
-from inference.errors import SpotbatchError
+from coordinator.errors import SshdUnavailable
 
 READY_TIMEOUT_SECONDS = 10.0  # sshd listens within a few hundred ms; ten seconds means it will not
-
-
-class SshdUnavailable(SpotbatchError):
-    """sshd cannot run here; the message says why (tests skip with it)."""
 
 
 def find_sshd() -> str:

@@ -29,6 +29,7 @@ from botocore.config import Config
 
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_ledger
+from coordinator.errors import SimulationError
 from coordinator.job.clock import CloudClock
 from coordinator.job.controller import JobSpec, SegmentStatus
 from coordinator.job.runner import CloudTarget, RunResult, run_job
@@ -42,7 +43,6 @@ from coordinator.sim.worker_boot import BootMode
 from coordinator.stack.infra import Infrastructure, alive_project_instances, emulator_infrastructure
 from coordinator.whatif.traces import AvailabilityTrace
 from inference.dataset import write_dataset
-from inference.errors import SpotbatchError
 
 CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")
 DATASET_KEY = "data/sentences.parquet"
@@ -59,10 +59,6 @@ CHANGEOVER = 3.0  # wall: a forked worker's launch to first heartbeat, planned u
 # draining heartbeat, a coordinator cycle
 RECLAIM_OVERHEAD = NOTICE_POLL_EVERY + 1.0 + HEARTBEAT_EVERY + CYCLE_SECONDS
 log = logging.getLogger("coordinator.sim.matrix")
-
-
-class SimulationError(SpotbatchError):
-    """The matrix could not run (a run failed to finish cleanly, or instances were left alive)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,19 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coordinator.errors import InfraError
 from coordinator.paths import TERRAFORM_DIR
 from coordinator.sim.emulator import MotoServer, require_loopback
 from coordinator.stack.terraform import Terraform
-from inference.errors import SpotbatchError
 
 STACKS_DIR = TERRAFORM_DIR / "stacks"
 LOCALSTACK_DEFAULT_ENDPOINT = "http://localhost:4566"
 PROJECT_TAG = {"Name": "tag:Project", "Values": ["spotbatch"]}
 ALIVE_STATES = ["pending", "running", "stopping", "stopped"]  # shutting-down is on its way out
-
-
-class InfraError(SpotbatchError):
-    """The infrastructure could not be brought up, confirmed or torn down."""
 
 
 @dataclass(slots=True)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference.errors import SpotbatchError
+from coordinator.errors import TerraformError
 
 MIRROR_ENV = "SPOTBATCH_TF_PLUGIN_MIRROR"
 PROVIDER_GLOB = "registry.terraform.io/hashicorp/aws/*/*/terraform-provider-aws*"
@@ -45,10 +45,6 @@ SEARCH_ROOTS = (
 )
 SEARCH_DEPTH = 3  # levels under a root before registry.terraform.io: bounded, so discovery stays fast
 COMMAND_TIMEOUT_SECONDS = 900  # an apply against real AWS takes minutes; a hung one must not hang us
-
-
-class TerraformError(SpotbatchError):
-    """Terraform is missing, or a command failed; the message carries the command and its last lines."""
 
 
 def find_binary() -> Path:

@@ -32,15 +32,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from coordinator.errors import WhatIfError
 from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
 from coordinator.policies.recovery import Cause, Market, RecoveryPolicy, SegmentHistory
-from inference.errors import SpotbatchError
 
 MIN_BILLED_SECONDS = 60  # EC2 Linux: per second after the first minute
-
-
-class WhatIfError(SpotbatchError):
-    """Inputs the what-if mode cannot run: names the field and the value."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

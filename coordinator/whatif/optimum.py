@@ -26,7 +26,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from coordinator.whatif.engine import WhatIfError, WhatIfJob
+from coordinator.errors import WhatIfError
+from coordinator.whatif.engine import WhatIfJob
 
 Vector = npt.NDArray[np.float64]
 

@@ -21,8 +21,9 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from coordinator.errors import WhatIfError
 from coordinator.policies.recovery import RecoveryPolicy, make_policy
-from coordinator.whatif.engine import Outcome, WhatIfError, WhatIfJob, simulate_job
+from coordinator.whatif.engine import Outcome, WhatIfJob, simulate_job
 from coordinator.whatif.optimum import optimum_cost
 from coordinator.whatif.traces import AvailabilityTrace, RunLengths, random_availability
 

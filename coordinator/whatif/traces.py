@@ -30,11 +30,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference.errors import SpotbatchError
-
-
-class TraceError(SpotbatchError):
-    """An availability trace that does not parse; the message names the file and the field."""
+from coordinator.errors import TraceError
 
 
 @dataclass(frozen=True, slots=True)

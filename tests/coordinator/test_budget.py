@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from coordinator.cli import main
-from coordinator.cost.budget import BudgetConfigError, BudgetGuard, BudgetGuardExceeded
+from coordinator.cost.budget import BudgetGuard
+from coordinator.errors import BudgetConfigError, BudgetGuardExceeded
 
 
 @pytest.fixture(autouse=True)

@@ -20,15 +20,24 @@ from typing import Any
 
 import pytest
 
-from coordinator.burst.cost import BurstCostError, price_burst
+from coordinator.burst.cost import price_burst
 from coordinator.burst.payload import build_payload
-from coordinator.burst.providers.base import LaunchUnconfirmed, NoCapacity, ProviderError, RateLimited
 from coordinator.burst.providers.lambda_cloud import LambdaCloud
-from coordinator.burst.workflow import BurstFailed, BurstPlan, BurstState, ParityMismatch, run_burst
+from coordinator.burst.workflow import BurstPlan, BurstState, run_burst
 from coordinator.cost.budget import BudgetGuard
-from coordinator.cost.preflight import PreflightFailed
+from coordinator.errors import (
+    BurstCostError,
+    BurstFailed,
+    LaunchUnconfirmed,
+    NoCapacity,
+    ParityMismatch,
+    PreflightFailed,
+    ProviderError,
+    RateLimited,
+    SshdUnavailable,
+)
 from coordinator.sim.lambda_standin import LambdaStandIn
-from coordinator.sim.local_sshd import LocalSshd, SshdUnavailable
+from coordinator.sim.local_sshd import LocalSshd
 
 API_KEY = "sk-test-" + "7f3a9c" * 6  # a recognisable value to grep for
 

@@ -10,7 +10,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from coordinator.job.fleet import CapacityError, Fleet, LaunchError, LaunchRequest
+from coordinator.errors import CapacityError, LaunchError
+from coordinator.job.fleet import Fleet, LaunchRequest
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.policies.recovery import SegmentHistory, UnknownPolicy, make_policy, policy_names
+from coordinator.errors import UnknownPolicy
+from coordinator.policies.recovery import SegmentHistory, make_policy, policy_names
 
 
 def test_registry_lists_the_policies_and_refuses_unknown_names() -> None:

@@ -17,6 +17,7 @@ from coordinator.cost.allow_list import check_payload
 from coordinator.cost.billing import EC2_LINUX
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import PriceQuote
+from coordinator.errors import PreflightFailed
 
 QUOTE = PriceQuote(0.918, "table 2026-12-02: test", EC2_LINUX)
 
@@ -76,7 +77,7 @@ def test_each_failure_says_why(ec2: Any, tmp_path: Path) -> None:
     assert "no spotbatch:max-lifetime-seconds tag" in results["auto-termination"].reason
     assert not results["price-of-the-day"].passed and "45 days old" in results["price-of-the-day"].reason
     assert results["teardown-dry-run"].passed
-    with pytest.raises(preflight.PreflightFailed, match="no-stray-instances"):
+    with pytest.raises(PreflightFailed, match="no-stray-instances"):
         preflight.require_preflight(list(results.values()))
 
 
@@ -126,8 +127,8 @@ def test_cli_refuses_then_proceeds_on_the_record(
 
 
 def test_override_needs_a_reason_and_a_real_check_name(ec2: Any, tmp_path: Path) -> None:
-    with pytest.raises(preflight.PreflightFailed, match="a reason is required"):
+    with pytest.raises(PreflightFailed, match="a reason is required"):
         preflight.parse_overrides(["budget-headroom="])
     results = [preflight.CheckResult("budget-headroom", False, "low")]
-    with pytest.raises(preflight.PreflightFailed, match="unknown check"):
+    with pytest.raises(PreflightFailed, match="unknown check"):
         preflight.apply_overrides(results, {"budget": "typo"}, tmp_path / "p.jsonl")

@@ -19,7 +19,8 @@ from coordinator.cost.ledger import (
     summarize_job,
     write_ledger,
 )
-from coordinator.cost.pricing import PriceError, PriceTable, estimate_job_cost, live_or_table_price
+from coordinator.cost.pricing import PriceTable, estimate_job_cost, live_or_table_price
+from coordinator.errors import PriceError
 
 SPOT, ON_DEMAND = 0.918, 3.06  # p3.2xlarge, us-east-1, from the shipped table
 

@@ -15,13 +15,14 @@ import pyarrow.parquet as pq
 import pytest
 from botocore.config import Config
 
+from coordinator.errors import CapacityError, LaunchError, MergeError, TraceError
 from coordinator.job.clock import CloudClock
-from coordinator.job.fleet import CapacityError, Fleet, LaunchError
-from coordinator.job.merge import MergeError, merge_results
+from coordinator.job.fleet import Fleet
+from coordinator.job.merge import merge_results
 from coordinator.job.monitor import ActiveAttempt, judge
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
 from coordinator.sim.injector import RandomInterruptions, TraceReplay
-from coordinator.whatif.traces import AvailabilityTrace, TraceError
+from coordinator.whatif.traces import AvailabilityTrace
 from inference.checkpoint import Checkpoint, encode_part, save_checkpoint
 from inference.heartbeat import Heartbeat
 from inference.storage import LocalStore

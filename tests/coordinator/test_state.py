@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.job.state import DONE, PENDING, CoordinatorState, InvalidTransition
+from coordinator.errors import InvalidTransition
+from coordinator.job.state import DONE, PENDING, CoordinatorState
 
 
 @pytest.fixture

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.policies.deadline import DeadlineRequired, DeadlineView
+from coordinator.errors import DeadlineRequired, TraceError, WhatIfError
+from coordinator.policies.deadline import DeadlineView
 from coordinator.policies.recovery import make_policy
-from coordinator.whatif.engine import WhatIfError, WhatIfJob, simulate_job
+from coordinator.whatif.engine import WhatIfJob, simulate_job
 from coordinator.whatif.optimum import optimum_cost
 from coordinator.whatif.study import DEFAULT_POLICIES, policy_for, run_study, summarise, trace_windows
-from coordinator.whatif.traces import AvailabilityTrace, RunLengths, TraceError, random_availability
+from coordinator.whatif.traces import AvailabilityTrace, RunLengths, random_availability
 
 TICK = 180
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.errors import ReportError
 from coordinator.sim.emulator import FAKE_CREDENTIALS, MotoServer
 from coordinator.sim.matrix import SimulationSettings, run_matrix
 from coordinator.sim.quick_stack import make_stack
 from reports.build import build_report
-from reports.runs import ReportError, load_runs
+from reports.runs import load_runs
 
 RUNS = {"on-demand": 1, "spot-only": 1, "hybrid": 2, "deadline": 1}
 

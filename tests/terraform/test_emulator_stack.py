@@ -8,8 +8,9 @@ from pathlib import Path
 import boto3
 import pytest
 
-from coordinator.sim.emulator import EmulatorError, MotoServer, require_loopback
-from coordinator.stack.terraform import Terraform, TerraformError
+from coordinator.errors import EmulatorError, TerraformError
+from coordinator.sim.emulator import MotoServer, require_loopback
+from coordinator.stack.terraform import Terraform
 from tests.terraform.conftest import TERRAFORM_DIR
 
 pytestmark = pytest.mark.slow

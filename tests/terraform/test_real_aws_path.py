@@ -37,7 +37,7 @@ def test_apply_real_needs_confirmation_then_applies_the_saved_plan(
     real = ["--bucket-name", "spotbatch-real-test", "--worker-image", "registry.example/spotbatch:1",
             "--override", "price-of-the-day=test against an emulator"]  # fmt: skip
     refused = spotbatch("infra", "apply-real", *real, home=tmp_path)
-    assert refused.returncode == 4, refused.stderr
+    assert refused.returncode == 5, refused.stderr  # declined at the prompt
     assert "Plan:" in refused.stdout and "refusing to apply this plan without CONFIRM=yes" in refused.stderr
     s3 = boto3.client("s3")
     assert "spotbatch-real-test" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]  # nothing applied

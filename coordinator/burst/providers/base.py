@@ -17,25 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from inference.errors import SpotbatchError
-
 GONE = ("terminated",)  # a status after which nothing is billed
-
-
-class ProviderError(SpotbatchError):
-    """The provider refused or failed a call; the message has its error code and what was asked."""
-
-
-class NoCapacity(ProviderError):
-    """No capacity for the instance type in the region."""
-
-
-class RateLimited(ProviderError):
-    """Too many requests, still, after the retries."""
-
-
-class LaunchUnconfirmed(ProviderError):
-    """The launch call failed after the provider may have created the instance."""
 
 
 @dataclass(frozen=True, slots=True)

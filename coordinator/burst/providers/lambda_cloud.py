@@ -37,15 +37,8 @@ from typing import Any
 
 import requests
 
-from coordinator.burst.providers.base import (
-    Instance,
-    InstanceType,
-    Launched,
-    LaunchUnconfirmed,
-    NoCapacity,
-    ProviderError,
-    RateLimited,
-)
+from coordinator.burst.providers.base import Instance, InstanceType, Launched
+from coordinator.errors import LaunchUnconfirmed, NoCapacity, ProviderError, RateLimited
 
 API_URL = "https://cloud.lambda.ai/api/v1"
 API_KEY_ENV = "LAMBDA_API_KEY"
