@@ -24,12 +24,13 @@ from typing import Any
 
 from coordinator.cost.budget import BudgetGuard
 from coordinator.job.clock import CloudClock
-from coordinator.job.controller import Controller, JobSpec
+from coordinator.job.controller import Controller
 from coordinator.job.fleet import Fleet
 from coordinator.job.runner import quotes_for
 from coordinator.job.segments import plan_segments
+from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState
-from coordinator.policies.recovery import make_policy
+from coordinator.policies.registry import make_policy
 from coordinator.sim.emulator import MotoServer, emulator_session
 from coordinator.sim.quick_stack import BUCKET, make_stack
 from inference.heartbeat import Heartbeat, heartbeat_key

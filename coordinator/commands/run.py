@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.errors import StackOutputsError
-from coordinator.job.controller import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
+from coordinator.job.spec import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
 from coordinator.paths import runs_dir, spend_log_path
 
 

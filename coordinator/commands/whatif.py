@@ -25,7 +25,7 @@ from pathlib import Path
 
 from coordinator.cost.pricing import PriceTable
 from coordinator.errors import WhatIfError
-from coordinator.policies.recovery import policy_names
+from coordinator.policies.registry import policy_names
 from coordinator.whatif.engine import WhatIfJob
 from coordinator.whatif.study import (
     DEFAULT_POLICIES,

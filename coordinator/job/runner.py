@@ -32,12 +32,14 @@ from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import summarize_job, write_ledger
 from coordinator.cost.pricing import PriceQuote, PriceTable
 from coordinator.job.clock import CloudClock
-from coordinator.job.controller import Controller, JobOutcome, JobSpec, SegmentStatus
+from coordinator.job.controller import Controller, JobOutcome
 from coordinator.job.fleet import Fleet
 from coordinator.job.merge import MergeReport, merge_results
 from coordinator.job.segments import plan_segments
+from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState
-from coordinator.policies.recovery import make_policy
+from coordinator.job.status import SegmentStatus
+from coordinator.policies.registry import make_policy
 from inference.storage import S3Store
 
 

@@ -1,6 +1,6 @@
 """Deadline-aware policies: spot while the deadline allows, on-demand when it no longer does.
 
-The recovery policies (`policies.py`) decide at a launch and after an interruption from a segment's history.
+The recovery policies (`recovery.py`) decide at a launch and after an interruption from a segment's history.
 A deadline policy also needs the clock: it is asked `choose(view)` whenever a segment has no instance, and
 on every tick while the segment runs on on-demand, and answers "spot", "on-demand" or None (wait: nothing
 runs, nothing is billed). A segment running on spot keeps its instance until it is reclaimed or done: while
@@ -41,16 +41,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.errors import DeadlineRequired, SpotbatchError
-from coordinator.policies.recovery import Cause, Decision, Market, RecoveryPolicy, SegmentHistory, register
+from coordinator.errors import ConfigError
+from coordinator.policies.base import Market
 
-SAFETY_NET_CHANGEOVERS = (
-    2  # uniform progress: on-demand to the end when less than this many changeovers remain
-)
+# uniform progress: on-demand to the end when less than this many changeovers remain
+SAFETY_NET_CHANGEOVERS = 2
 HYSTERESIS_CHANGEOVERS = 2  # uniform progress: leave on-demand only this far ahead of the line (the paper's)
-DEFAULT_RESERVE_HOURS = (
-    1.0  # `deadline`: slack kept for returns to spot; bench/policies picked it (see README)
-)
+DEFAULT_RESERVE_HOURS = 1.0  # `deadline`: slack kept for returns to spot; bench/policies picked it (README)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,23 +77,16 @@ class DeadlineView:
         return self.loss_s + self.tick_s
 
 
-class DeadlinePolicy(RecoveryPolicy):
+class DeadlinePolicy:
     """Base class: subclasses set `name` and implement `choose`."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    name = ""
 
     def choose(self, view: DeadlineView) -> Market | None:
+        """ "spot", "on-demand", or None: wait (nothing runs, nothing is billed)."""
         raise NotImplementedError
 
-    def launch(self, segment_index: int, segment_count: int) -> Market:
-        raise DeadlineRequired(f"policy {self.name!r} decides from a deadline: give the job one (--deadline)")
 
-    def recover(self, history: SegmentHistory, cause: Cause) -> Decision:
-        raise DeadlineRequired(f"policy {self.name!r} decides from a deadline: give the job one (--deadline)")
-
-
-@register
 class Greedy(DeadlinePolicy):
     name = "greedy"
 
@@ -108,7 +98,6 @@ class Greedy(DeadlinePolicy):
         return None if view.slack_s - view.tick_s >= 0 else "on-demand"
 
 
-@register
 class SafetyGreedy(DeadlinePolicy):
     name = "safety-greedy"
 
@@ -122,7 +111,6 @@ class SafetyGreedy(DeadlinePolicy):
         return "on-demand"
 
 
-@register
 class UniformProgress(DeadlinePolicy):
     name = "uniform-progress"
 
@@ -139,14 +127,12 @@ class UniformProgress(DeadlinePolicy):
         return "on-demand" if ahead < 0 else None
 
 
-@register
 class DeadlineAware(DeadlinePolicy):
     name = "deadline"
 
     def __init__(self, *, reserve_hours: float = DEFAULT_RESERVE_HOURS) -> None:
-        super().__init__()
         if reserve_hours < 0:
-            raise SpotbatchError(f"reserve_hours must be >= 0, got {reserve_hours}")
+            raise ConfigError(f"reserve_hours must be >= 0, got {reserve_hours}")
         self.reserve_s = reserve_hours * 3600
 
     def choose(self, view: DeadlineView) -> Market | None:

@@ -31,8 +31,9 @@ from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_ledger
 from coordinator.errors import SimulationError
 from coordinator.job.clock import CloudClock
-from coordinator.job.controller import JobSpec, SegmentStatus
 from coordinator.job.runner import CloudTarget, RunResult, run_job
+from coordinator.job.spec import JobSpec
+from coordinator.job.status import SegmentStatus
 from coordinator.policies.deadline import DEFAULT_RESERVE_HOURS
 from coordinator.sim.emulator import emulator_session
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule

@@ -19,7 +19,7 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from coordinator.job.controller import SegmentStatus
+from coordinator.job.status import SegmentStatus
 
 
 def status_table(title: str, statuses: list[SegmentStatus]) -> Table:

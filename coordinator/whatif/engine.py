@@ -33,8 +33,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coordinator.errors import WhatIfError
+from coordinator.policies.base import Cause, Market, SegmentHistory
 from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
-from coordinator.policies.recovery import Cause, Market, RecoveryPolicy, SegmentHistory
+from coordinator.policies.recovery import RecoveryPolicy
+from coordinator.policies.registry import Policy
 
 MIN_BILLED_SECONDS = 60  # EC2 Linux: per second after the first minute
 
@@ -96,11 +98,24 @@ class Outcome:
 class _Segment:
     """One segment's run: the instance it holds, its progress and what it has cost."""
 
-    __slots__ = ("billed", "boot_left", "changeovers", "checkpoint", "cost", "interruptions", "job", "launched",
-                 "progress", "redone", "running")  # fmt: skip
+    __slots__ = (
+        "billed",
+        "boot_left",
+        "changeovers",
+        "checkpoint",
+        "cost",
+        "gap_seconds",
+        "interruptions",
+        "job",
+        "launched",
+        "progress",
+        "redone",
+        "running",
+    )
 
-    def __init__(self, job: WhatIfJob) -> None:
+    def __init__(self, job: WhatIfJob, gap_seconds: int) -> None:
         self.job = job
+        self.gap_seconds = gap_seconds
         self.running: Market | None = None
         self.boot_left = 0
         self.launched = 0
@@ -147,6 +162,20 @@ class _Segment:
         self.checkpoint = self.progress if every == 0 else self.progress // every * every
         return None
 
+    def outcome(self, finish: int | None) -> Outcome:
+        total = self.job.segment_work_seconds
+        return Outcome(
+            cost_usd=self.cost,
+            finish_seconds=finish,
+            deadline_met=finish is not None and finish <= self.job.deadline_seconds,
+            interruptions=self.interruptions,
+            redone_seconds=self.redone,
+            spot_seconds=self.billed["spot"],
+            on_demand_seconds=self.billed["on-demand"],
+            changeovers=self.changeovers,
+            work_left_seconds=total - self.progress,
+        )
+
 
 class _RecoveryDriver:
     """Asks a recovery policy the way the live controller does: `launch()` once, `recover()` after losses."""
@@ -162,7 +191,7 @@ class _RecoveryDriver:
         self.last: Market | None = None
         self.gave_up = False
 
-    def decide(self, segment: _Segment, spot_available: bool, reclaimed: bool) -> Market | None:
+    def decide(self, segment: _Segment, now: int, spot_available: bool, reclaimed: bool) -> Market | None:
         if segment.running is not None:
             return segment.running
         if not self.launched:
@@ -189,8 +218,38 @@ class _RecoveryDriver:
         self.last = "spot"
 
 
+class _DeadlineDriver:
+    """Asks a deadline policy `choose(view)` whenever the segment has no instance or runs on on-demand."""
+
+    gave_up = False  # a deadline policy never gives up: on-demand always finishes
+
+    def __init__(self, policy: DeadlinePolicy, job: WhatIfJob) -> None:
+        self.policy = policy
+        self.job = job
+
+    def decide(self, segment: _Segment, now: int, spot_available: bool, reclaimed: bool) -> Market | None:
+        job, total = self.job, self.job.segment_work_seconds
+        view = DeadlineView(
+            now_s=now,
+            deadline_s=job.deadline_seconds,
+            work_left_s=total - segment.progress,
+            changeover_s=job.changeover_seconds,
+            tick_s=segment.gap_seconds,
+            spot_available=spot_available,
+            running=segment.running,
+            boot_left_s=segment.boot_left,
+            loss_s=job.checkpoint_seconds,
+            total_work_s=total,
+        )
+        choice = self.policy.choose(view)
+        return None if choice == "spot" and not spot_available else choice
+
+    def reclaimed(self) -> None:
+        pass
+
+
 def simulate_segment(
-    policy: RecoveryPolicy,
+    policy: Policy,
     job: WhatIfJob,
     available: Sequence[bool],
     gap_seconds: int,
@@ -198,9 +257,12 @@ def simulate_segment(
     index: int = 0,
 ) -> Outcome:
     total = job.segment_work_seconds
-    segment = _Segment(job)
-    deadline_policy = policy if isinstance(policy, DeadlinePolicy) else None
-    driver = None if deadline_policy else _RecoveryDriver(policy, index, job.instances)
+    segment = _Segment(job, gap_seconds)
+    driver: _DeadlineDriver | _RecoveryDriver = (
+        _DeadlineDriver(policy, job)
+        if isinstance(policy, DeadlinePolicy)
+        else _RecoveryDriver(policy, index, job.instances)
+    )
     finish: int | None = None
     for tick, spot_available in enumerate(available):
         now = tick * gap_seconds
@@ -213,23 +275,10 @@ def simulate_segment(
                 continue
             segment.reclaim(now)
             reclaimed = True
-            if driver is not None:
-                driver.reclaimed()
-        if deadline_policy is not None:
-            view = DeadlineView(
-                now_s=now, deadline_s=job.deadline_seconds, work_left_s=total - segment.progress,
-                changeover_s=job.changeover_seconds, tick_s=gap_seconds, spot_available=spot_available,
-                running=segment.running, boot_left_s=segment.boot_left, loss_s=job.checkpoint_seconds,
-                total_work_s=total,
-            )  # fmt: skip
-            choice = deadline_policy.choose(view)
-            if choice == "spot" and not spot_available:
-                choice = None
-        else:
-            assert driver is not None
-            if driver.gave_up:
-                break
-            choice = driver.decide(segment, spot_available, reclaimed)
+            driver.reclaimed()
+        if driver.gave_up:
+            break
+        choice = driver.decide(segment, now, spot_available, reclaimed)
         if choice != segment.running:
             if segment.running is not None:
                 segment.stop(now)  # on purpose: drained, nothing lost
@@ -241,22 +290,10 @@ def simulate_segment(
                 break
     if finish is None and segment.running is not None:
         segment.stop(len(available) * gap_seconds)
-    return Outcome(
-        cost_usd=segment.cost,
-        finish_seconds=finish,
-        deadline_met=finish is not None and finish <= job.deadline_seconds,
-        interruptions=segment.interruptions,
-        redone_seconds=segment.redone,
-        spot_seconds=segment.billed["spot"],
-        on_demand_seconds=segment.billed["on-demand"],
-        changeovers=segment.changeovers,
-        work_left_seconds=total - segment.progress,
-    )
+    return segment.outcome(finish)
 
 
-def simulate_job(
-    policy: RecoveryPolicy, job: WhatIfJob, available: Sequence[bool], gap_seconds: int
-) -> Outcome:
+def simulate_job(policy: Policy, job: WhatIfJob, available: Sequence[bool], gap_seconds: int) -> Outcome:
     """Every segment of the job against the same availability; the job ends when its last segment does.
 
     Segments are alike but for the market a recovery policy launches them on, and the engine is

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from coordinator.errors import WhatIfError
-from coordinator.policies.recovery import RecoveryPolicy, make_policy
+from coordinator.policies.registry import Policy, make_policy
 from coordinator.whatif.engine import Outcome, WhatIfJob, simulate_job
 from coordinator.whatif.optimum import optimum_cost
 from coordinator.whatif.traces import AvailabilityTrace, RunLengths, random_availability
@@ -117,12 +117,12 @@ def _whole_seconds(value: float, field: str) -> int:
     return int(value)
 
 
-def policy_for(name: str) -> RecoveryPolicy:
+def policy_for(name: str) -> Policy:
     return make_policy(name, **WHATIF_OPTIONS.get(name, {}))
 
 
 def run_study(
-    policies: Iterable[str] | Mapping[str, RecoveryPolicy], job: WhatIfJob, windows: Sequence[Window]
+    policies: Iterable[str] | Mapping[str, Policy], job: WhatIfJob, windows: Sequence[Window]
 ) -> list[RunResult]:
     """`policies`: registered names (with the what-if options), or labelled policy objects (a sweep)."""
     if isinstance(policies, Mapping):

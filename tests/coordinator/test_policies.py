@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import UnknownPolicy
-from coordinator.policies.recovery import SegmentHistory, make_policy, policy_names
+from coordinator.errors import ConfigError, UnknownPolicy
+from coordinator.policies.base import SegmentHistory
+from coordinator.policies.deadline import DeadlineAware
+from coordinator.policies.recovery import RecoveryPolicy
+from coordinator.policies.registry import make_policy, policy_names
+
+
+def recovery(name: str, **options: float) -> RecoveryPolicy:
+    policy = make_policy(name, **options)
+    assert isinstance(policy, RecoveryPolicy)
+    return policy
 
 
 def test_registry_lists_the_policies_and_refuses_unknown_names() -> None:
@@ -19,21 +28,21 @@ def test_registry_lists_the_policies_and_refuses_unknown_names() -> None:
 
 @pytest.mark.parametrize(("share", "count", "on_demand"), [(0.9, 10, [9]), (0.9, 20, [9, 19]), (0.75, 8, [3, 7]), (1.0, 5, []), (0.0, 3, [0, 1, 2])])  # fmt: skip
 def test_hybrid_spreads_its_on_demand_share_evenly(share: float, count: int, on_demand: list[int]) -> None:
-    policy = make_policy("hybrid", spot_share=share)
+    policy = recovery("hybrid", spot_share=share)
     markets = [policy.launch(i, count) for i in range(count)]
     assert [i for i, m in enumerate(markets) if m == "on-demand"] == on_demand
 
 
 def test_hybrid_falls_back_to_on_demand_after_an_interruption() -> None:
-    decision = make_policy("hybrid").recover(SegmentHistory(spot_interruptions=1), "interrupted")
+    decision = recovery("hybrid").recover(SegmentHistory(spot_interruptions=1), "interrupted")
     assert decision.market == "on-demand" and "on-demand from the checkpoint" in decision.reason
-    with_retry = make_policy("hybrid", max_spot_retries=1)
+    with_retry = recovery("hybrid", max_spot_retries=1)
     assert with_retry.recover(SegmentHistory(spot_interruptions=1), "interrupted").market == "spot"
     assert with_retry.recover(SegmentHistory(spot_interruptions=2), "interrupted").market == "on-demand"
 
 
 def test_spot_only_relaunches_spot_then_gives_up() -> None:
-    policy = make_policy("spot-only", max_spot_retries=2)
+    policy = recovery("spot-only", max_spot_retries=2)
     assert policy.launch(0, 4) == "spot"
     assert policy.recover(SegmentHistory(spot_interruptions=2), "interrupted").market == "spot"
     final = policy.recover(SegmentHistory(spot_interruptions=2, spot_launch_failures=1), "failed-launch")
@@ -41,18 +50,19 @@ def test_spot_only_relaunches_spot_then_gives_up() -> None:
 
 
 def test_on_demand_retries_capacity_errors_a_few_times() -> None:
-    policy = make_policy("on-demand")
+    policy = recovery("on-demand")
     assert policy.launch(3, 4) == "on-demand"
     assert policy.recover(SegmentHistory(on_demand_launch_failures=2), "failed-launch").market == "on-demand"
     assert policy.recover(SegmentHistory(on_demand_launch_failures=3), "failed-launch").give_up
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(Exception, match="spot_share must be between 0 and 1"):
+    with pytest.raises(ConfigError, match="spot_share must be between 0 and 1"):
         make_policy("hybrid", spot_share=1.5)
 
 
 def test_an_option_a_policy_does_not_take_is_named() -> None:
     with pytest.raises(UnknownPolicy, match=r"policy 'greedy' does not take the options \['spot_share'\]"):
         make_policy("greedy", spot_share=0.5)
-    assert make_policy("deadline", reserve_hours=0.5).reserve_s == 1800  # type: ignore[attr-defined]
+    policy = make_policy("deadline", reserve_hours=0.5)
+    assert isinstance(policy, DeadlineAware) and policy.reserve_s == 1800

@@ -1,0 +1,271 @@
+"""The attempts of one job: launching them (the budget guard first), ending them (terminate, price, settle).
+
+An attempt is one instance working on one segment. The book keeps the attempts the loop is watching
+(`active`), launches new ones through the fleet, and ends them: terminate and confirm, price by the billing
+rule, record the actual cost with the budget guard. Everything goes through the SQLite state first.
+
+Usage::
+
+    book = AttemptBook(spec=spec, state=state, fleet=fleet, store=store, guard=guard, quotes=quotes,
+                       clock=clock, monitor=monitor)
+    book.launch(row, "spot", "initial launch on spot (hybrid)")
+    book.end("seg-0003", "interrupted", view)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from coordinator.cost.billing import billed_seconds, cost_usd
+from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.ledger import AttemptRecord
+from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceQuote
+from coordinator.errors import BudgetGuardExceeded, CapacityError, LaunchError
+from coordinator.job.clock import CloudClock
+from coordinator.job.fleet import Fleet, LaunchRequest
+from coordinator.job.monitor import ActiveAttempt, AttemptView, Monitor
+from coordinator.job.spec import JobSpec
+from coordinator.job.state import CoordinatorState, SegmentRow
+from coordinator.policies.base import Market, SegmentHistory
+from inference.checkpoint import load_checkpoint
+from inference.storage import ObjectStore
+
+log = logging.getLogger("coordinator")
+
+
+@dataclass(slots=True)
+class Tracked:
+    """An attempt the loop is watching."""
+
+    active: ActiveAttempt
+    segment_index: int
+    launched_cloud: float
+    budget_label: str
+
+
+def attempt_label(attempt_id: str, market: str) -> str:
+    """The budget guard's label of an attempt: its reservation and its actual share it."""
+    return f"{attempt_id} {market}"
+
+
+class AttemptBook:
+    def __init__(
+        self,
+        *,
+        spec: JobSpec,
+        state: CoordinatorState,
+        fleet: Fleet,
+        store: ObjectStore,
+        guard: BudgetGuard,
+        quotes: dict[str, PriceQuote],
+        clock: CloudClock,
+        monitor: Monitor,
+    ) -> None:
+        self.spec = spec
+        self.state = state
+        self.fleet = fleet
+        self.store = store
+        self.guard = guard
+        self.quotes = quotes
+        self.clock = clock
+        self.monitor = monitor
+        self.active: dict[str, Tracked] = {}
+        self.switching: dict[str, float] = {}  # segment -> wall time its on-demand instance was told to stop
+        self.boots_seen: list[float] = []  # cloud seconds from launch to first heartbeat
+        self.not_before: dict[str, float] = {}  # segment -> cloud time of its next launch try
+        self.spot_unavailable_until = 0.0  # cloud: a spot launch failed for capacity; assume none until then
+        self.failures: dict[str, str] = {}
+        self.checkpointed: dict[str, int] = {}  # segment -> rows its checkpoint holds, read once per attempt
+        self.index = {row.segment_id: i for i, row in enumerate(state.segments(spec.job_id))}
+
+    @property
+    def job_id(self) -> str:
+        return self.spec.job_id
+
+    def fail(self, segment: str, reason: str, why: str | None = None) -> None:
+        """FAILED for good: the state records `reason`, the outcome `why` (or the reason)."""
+        self.state.set_failed(self.job_id, segment, reason=reason)
+        self.failures[segment] = why or reason
+
+    def clock_rate(self, wall_rows_per_s: float) -> float:
+        """A heartbeat's rows/s (wall) as rows per cloud second."""
+        return wall_rows_per_s / self.clock.scale
+
+    # -- launching ----------------------------------------------------------------------------------------
+
+    def launch(self, row: SegmentRow, market: Market, reason: str) -> None:
+        """Ask the budget guard, record the attempt, then call the fleet."""
+        job, segment = self.job_id, row.segment_id
+        attempt_id = f"{job}/{segment}/{row.attempts + 1}"
+        label = attempt_label(attempt_id, market)
+        try:
+            self.guard.authorize(label, self.estimate_usd(segment, market))
+        except BudgetGuardExceeded as refusal:
+            self.state.set_launching(job, segment, market=market, reason=reason)
+            self.state.set_failed_launch(job, segment, reason=f"budget guard: {refusal}")
+            self.fail(
+                segment, "budget refusals are not retried", f"budget guard refused the launch: {refusal}"
+            )
+            log.error("%s: budget guard refused %s: %s", segment, attempt_id, refusal)
+            return
+        self.state.set_launching(job, segment, market=market, reason=reason)
+        self.state.add_attempt(attempt_id, job, segment, market=market, instance_type=self.spec.instance_type)
+        self.call_launch(row, attempt_id, market, label)
+
+    def call_launch(
+        self, row: SegmentRow, attempt_id: str, market: str, label: str, *, repeat: bool = False
+    ) -> None:
+        segment = row.segment_id
+        request = LaunchRequest(
+            job_id=self.job_id,
+            segment_id=segment,
+            attempt_id=attempt_id,
+            market=market,
+            start=row.start,
+            stop=row.stop,
+            input_key=self.spec.input_key,
+        )
+        try:
+            instance_id = self.fleet.launch(request, repeat=repeat)
+        except LaunchError as error:
+            self._launch_failed(segment, attempt_id, market, label, error)
+            return
+        launched = self.clock.now()
+        self.state.attempt_launched(attempt_id, instance_id=instance_id, launched_at=launched)
+        self.active[segment] = Tracked(
+            ActiveAttempt(segment, attempt_id, instance_id, market, time.time()),
+            self.index[segment],
+            launched,
+            label,
+        )
+        log.info("%s: launched %s on %s as %s", segment, instance_id, market, attempt_id)
+
+    def _launch_failed(
+        self, segment: str, attempt_id: str, market: str, label: str, error: LaunchError
+    ) -> None:
+        now = self.clock.now()
+        self.state.attempt_ended(
+            attempt_id,
+            ended_at=now,
+            end_reason="failed-launch",
+            rows_kept=0,
+            rows_wasted=0,
+            billed_seconds=0,
+            cost_usd=0.0,
+        )
+        self.guard.record_actual(label, 0.0)
+        self.state.set_failed_launch(
+            self.job_id, segment, reason=f"{market}: {error} (history: {error.history})"
+        )
+        self.not_before[segment] = now + self.spec.relaunch_backoff
+        if market == "spot" and isinstance(error, CapacityError):
+            self.spot_unavailable_until = now + self.spec.relaunch_backoff
+        if not isinstance(error, CapacityError):  # a bad template or permissions: retrying will not help
+            self.fail(segment, "launch error that is not about capacity", str(error))
+        log.warning("%s: launch of %s on %s failed: %s", segment, attempt_id, market, error)
+
+    def estimate_usd(self, segment: str, market: str) -> float:
+        """What the next attempt may cost: the rows left at the best rate seen (or the planned one), plus
+        a minute of boot and the pricing margin."""
+        row = self.state.segment(self.job_id, segment)
+        checkpoint = load_checkpoint(self.store, segment)
+        left = (row.stop - row.start) - (checkpoint.rows_done if checkpoint else 0)
+        seconds = 60.0 + left / max(self.best_rate_seen(), 1e-9)
+        return cost_usd(self.quotes[market].rate_usd_per_hour, seconds) * (1 + ESTIMATE_MARGIN)
+
+    def best_rate_seen(self) -> float:
+        """Rows per cloud second: the best any ended attempt of the job had, else the planned rate."""
+        seen = [a["rows_per_s"] for a in self.state.attempts(self.job_id) if a["rows_per_s"]]
+        return max(seen) if seen else self.spec.planned_rows_per_s
+
+    # -- ending -------------------------------------------------------------------------------------------
+
+    def end(self, segment: str, end_reason: str, view: AttemptView | None) -> None:
+        """Terminate and confirm, then price the attempt and settle its budget reservation."""
+        tracked = self.active.pop(segment)
+        self.switching.pop(segment, None)
+        self.checkpointed.pop(segment, None)
+        attempt = tracked.active
+        self.fleet.terminate_and_confirm([attempt.instance_id])
+        ended = self.clock.now()
+        checkpoint = load_checkpoint(self.store, segment)
+        rows_checkpointed = checkpoint.rows_done if checkpoint else 0
+        earlier = self.state.attempts(self.job_id, segment)
+        kept_before = sum(a["rows_kept"] for a in earlier if a["ended_at"] is not None)
+        beat = view.heartbeat if view else self.monitor.latest_heartbeat(attempt.attempt_id)
+        rows_seen = beat.rows_done if beat else rows_checkpointed
+        quote = self.quotes[attempt.market]
+        seconds = billed_seconds(quote.billing, tracked.launched_cloud, ended)
+        cost = cost_usd(quote.rate_usd_per_hour, seconds)
+        self.state.attempt_ended(
+            attempt.attempt_id,
+            ended_at=ended,
+            end_reason=end_reason,
+            rows_kept=max(0, rows_checkpointed - kept_before),
+            rows_wasted=max(0, rows_seen - rows_checkpointed),
+            rows_per_s=self.clock_rate(beat.rows_per_s if beat else 0.0),
+            billed_seconds=seconds,
+            cost_usd=cost,
+        )
+        self.guard.record_actual(tracked.budget_label, cost)
+        self.monitor.forget(attempt.attempt_id)
+        log.info(
+            "%s %s %s ended (%s) after %.0f cloud s: $%.4f",
+            segment,
+            attempt.attempt_id,
+            attempt.instance_id,
+            end_reason,
+            ended - tracked.launched_cloud,
+            cost,
+        )
+
+    # -- reading ------------------------------------------------------------------------------------------
+
+    def history(self, segment: str) -> SegmentHistory:
+        attempts = [a for a in self.state.attempts(self.job_id, segment) if a["ended_at"] is not None]
+
+        def count(market: str, reasons: tuple[str, ...]) -> int:
+            return sum(a["market"] == market and a["end_reason"] in reasons for a in attempts)
+
+        last: Market | None = attempts[-1]["market"] if attempts else None
+        return SegmentHistory(
+            spot_interruptions=count("spot", ("interrupted", "lost")),
+            spot_launch_failures=count("spot", ("failed-launch",)),
+            on_demand_launch_failures=count("on-demand", ("failed-launch",)),
+            last_market=last,
+        )
+
+    def records(self) -> list[AttemptRecord]:
+        """Every attempt that had an instance, priced (failed launch calls had none and cost nothing)."""
+        records = []
+        for a in self.state.attempts(self.job_id):
+            if a["instance_id"] is None or a["ended_at"] is None:
+                continue
+            quote = self.quotes[a["market"]]
+            records.append(
+                AttemptRecord(
+                    job_id=self.job_id,
+                    segment_id=a["segment_id"],
+                    attempt_id=a["attempt_id"],
+                    instance_id=a["instance_id"],
+                    provider=self.spec.provider,
+                    region=self.spec.region,
+                    instance_type=a["instance_type"],
+                    market=a["market"],
+                    gpus=1,
+                    rate_usd_per_hour=quote.rate_usd_per_hour,
+                    price_source=quote.source,
+                    billing=quote.billing.name,
+                    launched_at=a["launched_at"],
+                    ended_at=a["ended_at"],
+                    billed_seconds=a["billed_seconds"],
+                    cost_usd=a["cost_usd"],
+                    end_reason=a["end_reason"],
+                    rows_kept=a["rows_kept"],
+                    rows_wasted=a["rows_wasted"],
+                    rows_per_s=a["rows_per_s"],
+                )
+            )
+        return records

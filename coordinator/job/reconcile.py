@@ -1,0 +1,58 @@
+"""After a restart: carry on from what the state says, against what EC2 lists.
+
+A coordinator killed at any point and started again with the same job id calls `reconcile(book)` before
+its first cycle:
+
+1. every open attempt (no end recorded) with an instance is adopted: the loop watches it again, and the
+   monitor decides from its heartbeat and instance state whether it is still running;
+2. an open attempt without an instance id stopped around the launch call: the call is repeated with the
+   same attempt id (the fleet adopts the instance if the first call did run);
+3. a segment left LAUNCHING without an attempt goes to FAILED_LAUNCH; one left RUNNING, DRAINING or LOST
+   after its attempt ended goes to INTERRUPTED, to resume from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from coordinator.job import state as states
+from coordinator.job.attempts import AttemptBook, Tracked, attempt_label
+from coordinator.job.monitor import ActiveAttempt
+
+log = logging.getLogger("coordinator")
+
+
+def reconcile(book: AttemptBook) -> None:
+    job = book.job_id
+    instances = book.fleet.job_instances(job)
+    open_attempts = book.state.open_attempts(job)
+    for attempt in open_attempts:
+        row = book.state.segment(job, attempt["segment_id"])
+        label = attempt_label(attempt["attempt_id"], attempt["market"])
+        if attempt["instance_id"] is None:  # stopped around the launch call: repeat it (adopts if it ran)
+            log.info("%s: repeating the launch call of %s", row.segment_id, attempt["attempt_id"])
+            book.call_launch(row, attempt["attempt_id"], attempt["market"], label, repeat=True)
+            continue
+        clock = book.clock
+        launched_wall = clock.origin + (attempt["launched_at"] - clock.origin) / clock.scale
+        active = ActiveAttempt(
+            row.segment_id, attempt["attempt_id"], attempt["instance_id"], attempt["market"], launched_wall
+        )
+        book.active[row.segment_id] = Tracked(
+            active, book.index[row.segment_id], attempt["launched_at"], label
+        )
+        info = instances.get(attempt["instance_id"])
+        listed = info["state"] if info else "not listed"
+        log.info("%s: adopted %s (%s) after a restart", row.segment_id, attempt["instance_id"], listed)
+    with_attempt = {a["segment_id"] for a in open_attempts}
+    for row in book.state.segments(job):
+        if row.segment_id in with_attempt:
+            continue
+        if row.state == states.LAUNCHING:
+            book.state.set_failed_launch(
+                job, row.segment_id, reason="restart: stopped before the launch call"
+            )
+        elif row.state in (states.RUNNING, states.DRAINING, states.LOST):
+            if row.state == states.RUNNING:
+                book.state.set_lost(job, row.segment_id, reason="restart: its attempt had ended")
+            book.state.set_interrupted(job, row.segment_id, reason="restart: resuming from the checkpoint")

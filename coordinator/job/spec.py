@@ -1,0 +1,42 @@
+"""What a job is: its input, its segments, its policy and the timings the controller keeps.
+
+Every interval and timeout is a named constant with the reason for its value; the simulator and the tests
+shrink them through the spec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CYCLE_SECONDS = 5.0  # wall, on AWS: notices give 120 s, so a 5 s look costs little; the simulator shrinks it
+HEARTBEAT_TIMEOUT_SECONDS = 30.0  # wall: 15 missed 2-second beats; S3 hiccups last seconds, not this long
+BOOT_TIMEOUT_SECONDS = 900.0  # wall: an EC2 boot + image pull + model load is 2-5 minutes; 15 is broken
+STATUS_EVERY_SECONDS = 30.0  # cloud: one status line per active instance
+RELAUNCH_BACKOFF_SECONDS = 60.0  # cloud: after a failed launch, wait before asking the same market again
+# cloud: boot + image + model load before a first row on EC2 (2-5 min), until the job measures it
+CHANGEOVER_SECONDS = 300.0
+# cloud: a reclaim's cost before its replacement is launched: the worker's 1-s notice poll, the batch in hand,
+# its 2-s draining heartbeat, a 5-s cycle. Deadline policies keep this much slack on top of a changeover
+RECLAIM_OVERHEAD_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobSpec:
+    job_id: str
+    input_key: str  # the dataset's key in the bucket
+    rows: int
+    segments: int
+    policy: str
+    policy_options: dict[str, float] = field(default_factory=dict)
+    provider: str = "aws"
+    region: str = "us-east-1"
+    instance_type: str = "p3.2xlarge"
+    planned_rows_per_s: float = 10.0  # cloud rows/s of one instance, for budget estimates before any beat
+    cycle_seconds: float = CYCLE_SECONDS
+    heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS
+    boot_timeout: float = BOOT_TIMEOUT_SECONDS
+    status_every: float = STATUS_EVERY_SECONDS
+    relaunch_backoff: float = RELAUNCH_BACKOFF_SECONDS
+    deadline_seconds: float | None = None  # cloud seconds from the job's start; deadline policies need one
+    changeover_seconds: float = CHANGEOVER_SECONDS  # until the job has seen a first heartbeat
+    reclaim_overhead_seconds: float = RECLAIM_OVERHEAD_SECONDS
