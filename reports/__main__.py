@@ -1,40 +1,8 @@
-"""`python -m reports [--runs DIR] [--out DIR]`: the comparison report from a runs folder (the newest by default)."""
+"""`python -m reports [--runs DIR] [--out DIR]`: the same as `spotbatch report`."""
 
-from __future__ import annotations
-
-import argparse
 import sys
-from collections.abc import Sequence
-from pathlib import Path
 
-from coordinator.errors import ReportError
-from coordinator.paths import project_home, runs_dir
-from reports.runs import latest_runs_folder
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--runs", type=Path, help="a runs folder from `make simulate` (default: the newest)")
-    parser.add_argument("--out", type=Path, help="where the report goes (default reports/out)")
-
-
-def run(args: argparse.Namespace) -> int:
-    from reports.build import build_report  # matplotlib: only when a report is asked for
-
-    try:
-        folder = args.runs or latest_runs_folder(runs_dir())
-        paths = build_report(folder, args.out or project_home() / "reports" / "out")
-    except ReportError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"wrote {paths.markdown} and {paths.html} ({len(paths.charts)} charts) from {folder}")
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reports", description=__doc__)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
+from reports.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
+from coordinator.commands.options import Subcommands, add_budget_options, budget_guard
 from coordinator.paths import build_dir, default_dataset_path, default_model_dir, runs_dir, spend_log_path
 
 DEFAULT_TYPE = "gpu_1x_a100_sxm4_80gb"
@@ -36,7 +37,7 @@ DEFAULT_HOURS = (
 )
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: Subcommands) -> None:
     burst = commands.add_parser(
         "burst", help="rent one GPU box (Lambda Cloud): launch, parity, sync, smoke, job, pull back, terminate",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -52,9 +53,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     burst.add_argument("--ssh-user", default="ubuntu")
     burst.add_argument("--remote-python", default="python3")
     burst.add_argument("--run-dir", type=Path, help="default runs/burst/<name>")
-    burst.add_argument(
-        "--ceiling", type=float, default=None, help="budget ceiling in USD (default 5, or the env)"
-    )
     burst.add_argument("--override", action="append", default=[], metavar="NAME=REASON")
     burst.add_argument(
         "--dry-run", action="store_true", help="print the plan and the estimate; touch nothing"
@@ -63,6 +61,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--stand-in", action="store_true", help="local Lambda API stand-in and a local sshd box"
     )
     burst.add_argument("--boot-timeout", type=float, default=None, help="seconds to wait for active + SSH")
+    add_budget_options(burst, spend_log="runs/budget/spend_log.jsonl; with --stand-in the run's own")
     burst.set_defaults(handler=burst_command)
     actions = burst.add_subparsers(dest="burst_action", metavar="ACTION")
     down = actions.add_parser("down", help="terminate and confirm the box of a run, from its instance.json")
@@ -103,7 +102,6 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def burst_command(args: argparse.Namespace) -> int:
     from coordinator.burst.providers.lambda_cloud import LambdaCloud
     from coordinator.burst.workflow import BURST_PREFIX, BurstPlan, run_burst
-    from coordinator.cost.budget import DEFAULT_CEILING_USD, BudgetGuard
     from coordinator.cost.ledger import default_tracking_uri
     from coordinator.cost.preflight import parse_overrides
     from coordinator.cost.pricing import PriceTable
@@ -155,7 +153,7 @@ def burst_command(args: argparse.Namespace) -> int:
         offer = cloud.instance_types().get(plan.instance_type)
         if offer is not None:  # the price of the day, from the provider itself
             plan = replace(plan, rate_per_gpu_hour=offer.usd_per_gpu_hour, gpus=offer.gpus, price_date=datetime.now(UTC).date())  # fmt: skip
-        guard = BudgetGuard(args.ceiling if args.ceiling is not None else DEFAULT_CEILING_USD, spend_log)
+        guard = budget_guard(args, spend_log=spend_log)
         started = time.monotonic()
         try:
             with sigterm_as_interrupt():
@@ -173,12 +171,11 @@ def burst_command(args: argparse.Namespace) -> int:
 def down_command(args: argparse.Namespace) -> int:
     from coordinator.burst.providers.lambda_cloud import LambdaCloud
     from coordinator.burst.workflow import burst_down
-    from coordinator.cost.budget import DEFAULT_CEILING_USD, BudgetGuard
     from coordinator.cost.ledger import default_tracking_uri
 
     run_dir = args.down_run_dir
     spend_log = run_dir / "spend_log.jsonl" if (run_dir / "spend_log.jsonl").exists() else spend_log_path()
-    guard = BudgetGuard(args.ceiling if args.ceiling is not None else DEFAULT_CEILING_USD, spend_log)
+    guard = budget_guard(args, spend_log=spend_log)
     cost = burst_down(run_dir, LambdaCloud(), guard, tracking_uri=default_tracking_uri(runs_dir()))
     logged = f"${cost.cost_usd:.4f}" if cost else "already logged, or there was no box"
     print(f"burst down: the box of {run_dir} is gone; cost {logged}")

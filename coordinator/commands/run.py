@@ -15,12 +15,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from coordinator.commands.options import Subcommands, add_aws_options, add_budget_options, budget_guard
 from coordinator.errors import StackOutputsError
 from coordinator.job.spec import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
-from coordinator.paths import runs_dir, spend_log_path
+from coordinator.paths import runs_dir
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: Subcommands) -> None:
     run = commands.add_parser(
         "run",
         help="run one job on a deployed stack (real AWS, or an emulator with --endpoint)",
@@ -46,8 +47,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     run.add_argument("--spot-share", type=float, help="hybrid: share of segments that start on spot")
     run.add_argument("--max-spot-retries", type=int)
-    run.add_argument("--instance-type", default="p3.2xlarge", help="priced from the price table")
-    run.add_argument("--region", default="us-east-1")
     run.add_argument(
         "--time-scale", type=float, default=1.0, help="cloud seconds per wall second (simulator)"
     )
@@ -55,10 +54,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--heartbeat-timeout", type=float, default=HEARTBEAT_TIMEOUT_SECONDS)
     run.add_argument("--boot-timeout", type=float, default=BOOT_TIMEOUT_SECONDS)
     run.add_argument("--planned-rows-per-s", type=float, default=50.0, help="for the first budget estimates")
-    run.add_argument("--spend-log", type=Path, help="default runs/budget/spend_log.jsonl")
-    run.add_argument(
-        "--ceiling", type=float, default=None, help="budget ceiling in USD (default 5, or the env)"
-    )
+    add_aws_options(run)
+    add_budget_options(run)
     run.set_defaults(handler=run_command)
 
 
@@ -81,7 +78,6 @@ def run_command(args: argparse.Namespace) -> int:
     import boto3
     from botocore.config import Config
 
-    from coordinator.cost.budget import DEFAULT_CEILING_USD, BudgetGuard
     from coordinator.job.clock import CloudClock
     from coordinator.job.runner import CloudTarget, run_job
     from coordinator.sim.emulator import require_loopback
@@ -114,7 +110,7 @@ def run_command(args: argparse.Namespace) -> int:
         ec2=ec2, s3=s3, bucket=str(outputs["bucket"]),
         templates={k: str(v) for k, v in outputs["launch_template_ids"].items()}, subnet_id=outputs.get("subnet_id"),
     )  # fmt: skip
-    guard = BudgetGuard(args.ceiling if args.ceiling is not None else DEFAULT_CEILING_USD, args.spend_log or spend_log_path())  # fmt: skip
+    guard = budget_guard(args)
     run_dir = args.run_dir or runs_dir() / args.job_id
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     result = run_job(spec, cloud=cloud, guard=guard, clock=CloudClock(scale=args.time_scale), run_dir=run_dir)

@@ -1,4 +1,4 @@
-"""`spotbatch simulate` and `spotbatch status`: the experiment matrix, and a look at one run's state."""
+"""`spotbatch simulate`: the experiment matrix on the embedded AWS, and its summary table."""
 
 from __future__ import annotations
 
@@ -10,11 +10,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from coordinator.commands.options import Subcommands, add_budget_options
+from coordinator.cost.budget import parse_amount
+from coordinator.errors import ConfigError
 from coordinator.paths import default_dataset_path, default_model_dir, runs_dir
 
 if TYPE_CHECKING:
     from coordinator.sim.matrix import SimulatedRun
 
+SIMULATED_CEILING_USD = 2_000.0  # simulated dollars: the matrix's own ceiling, in its own spend log
 QUICK: dict[str, str | int] = {
     "runs": "on-demand=1,spot-only=2,hybrid=2,deadline=2",
     "rows": 2_000,
@@ -38,7 +42,7 @@ def parse_runs(text: str) -> dict[str, int]:
     return runs
 
 
-def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: Subcommands) -> None:
     sim = commands.add_parser(
         "simulate",
         help="the experiment matrix on the embedded AWS (moto): on-demand, spot-only, hybrid and deadline runs",
@@ -73,9 +77,6 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sim.add_argument("--dataset", type=Path, default=None, help="Parquet from `spotbatch data prepare`")
     sim.add_argument("--out", type=Path, default=None, help="runs folder (default runs/simulate-<UTC time>)")
     sim.add_argument(
-        "--budget-usd", type=float, default=2_000.0, help="ceiling for the matrix's simulated dollars"
-    )
-    sim.add_argument(
         "--deadline-factor", type=float, default=1.5,
         help="deadline runs: deadline = this x the mean on-demand job time of the matrix (default 1.5)",
     )  # fmt: skip
@@ -85,12 +86,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sim.add_argument(
         "--no-mlflow", action="store_true", help="skip the MLflow runs (the ledgers are written anyway)"
     )
+    add_budget_options(sim, ceiling=SIMULATED_CEILING_USD, spend_log="<out>/spend_log.jsonl")
     sim.set_defaults(handler=simulate_command)
-
-    status = commands.add_parser("status", help="segments, attempts and recent events of a run folder")
-    status.add_argument("run_dir", type=Path)
-    status.add_argument("--events", type=int, default=10, help="how many recent events to show")
-    status.set_defaults(handler=status_command)
 
 
 def simulate_command(args: argparse.Namespace) -> int:
@@ -102,15 +99,15 @@ def simulate_command(args: argparse.Namespace) -> int:
     dataset = args.dataset or default_dataset_path()
     for what, path, fix in (("model", model, "make model"), ("dataset", dataset, "make data")):
         if not path.exists():
-            print(f"error: {what} {path} does not exist; run `{fix}` first", flush=True)
-            return 2
+            raise ConfigError(f"{what} {path} does not exist; run `{fix}` first")
     out = args.out or runs_dir() / time.strftime("simulate-%Y%m%dT%H%M%SZ", time.gmtime())
     settings = SimulationSettings(
         out_dir=out, model=model, dataset=dataset, runs=args.runs or parse_runs(str(sizes["runs"])),
         rows=args.rows or int(sizes["rows"]), segments=args.segments or int(sizes["segments"]),
         time_scale=args.time_scale, interruption_probability=args.interruption_probability,
         interruption_interval=args.interruption_interval, trace=args.trace, trace_one_means=args.trace_one_means,
-        seed=args.seed, boot=args.boot, budget_usd=args.budget_usd, mlflow=not args.no_mlflow,
+        seed=args.seed, boot=args.boot, mlflow=not args.no_mlflow, spend_log=args.spend_log,
+        budget_usd=parse_amount(args.ceiling, "--ceiling") if args.ceiling is not None else SIMULATED_CEILING_USD,
         deadline_factor=args.deadline_factor,
         deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
     )  # fmt: skip
@@ -168,24 +165,3 @@ def summary_table(results: list[SimulatedRun]) -> str:
             f"| {statistics.mean(r.interruptions for r in runs):.1f} | {rows}/{wanted} | {done}/{total} | {deadlines} |"
         )
     return "\n".join(lines)
-
-
-def status_command(args: argparse.Namespace) -> int:
-    from coordinator.job.state import CoordinatorState
-
-    path = args.run_dir / "state.db"
-    if not path.is_file():
-        print(f"error: {path} does not exist (not a run folder?)")
-        return 2
-    state = CoordinatorState(path)
-    try:
-        for job in state.jobs():
-            print(f"job {job}")
-            for row in state.segments(job):
-                print(f"  {row.segment_id}  [{row.start}, {row.stop})  {row.state:<13} {row.market or '-':<9} attempts {row.attempts}")  # fmt: skip
-            for event in state.events(job)[-args.events :]:
-                stamp = time.strftime("%H:%M:%S", time.gmtime(event.ts))
-                print(f"  {stamp} {event.segment_id or '':<9} {event.from_state or '':>11} -> {event.to_state or '':<13} {event.reason}")  # fmt: skip
-    finally:
-        state.close()
-    return 0

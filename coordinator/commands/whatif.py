@@ -23,6 +23,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from coordinator.commands.options import Subcommands, add_aws_options
 from coordinator.cost.pricing import PriceTable
 from coordinator.errors import WhatIfError
 from coordinator.policies.registry import policy_names
@@ -44,7 +45,7 @@ DEFAULT_CHANGEOVER_SECONDS = 360  # boot + image + model load of a GPU instance:
 DEFAULT_TICK_SECONDS = 195  # the random model's tick, as in the SkyPilot traces
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: Subcommands) -> None:
     whatif = commands.add_parser(
         "whatif",
         help="cost, finish time and deadlines met per policy, on a virtual clock against spot traces",
@@ -74,8 +75,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--checkpoint-seconds", type=int, default=0, help="work lost to a reclaim at most; 0: drained"
     )
     prices = whatif.add_argument_group("prices (from the price table unless given)")
-    prices.add_argument("--instance-type", default="p3.2xlarge")
-    prices.add_argument("--region", default="us-east-1")
     prices.add_argument("--spot-price", type=float, help="$/h, overrides the table")
     prices.add_argument("--on-demand-price", type=float, help="$/h, overrides the table")
     whatif.add_argument(
@@ -86,6 +85,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     whatif.add_argument("--runs", type=int, default=20, help="windows per trace (or sequences per model)")
     whatif.add_argument("--seed", type=int, default=0)
     whatif.add_argument("--json", type=Path, help="also write every run's outcome here")
+    add_aws_options(whatif)
     whatif.set_defaults(handler=whatif_command)
 
 

@@ -85,6 +85,9 @@ class SimulationSettings:
     spot_only_max_retries: int = 10
     hybrid_max_spot_retries: int = 0
     budget_usd: float = 2_000.0  # simulated dollars: the matrix's own ceiling, in its own spend log
+    spend_log: Path | None = (
+        None  # default <out_dir>/spend_log.jsonl: simulated dollars stay out of the real log
+    )
     planned_rows_per_s: float = 50.0  # wall rows/s of one worker among ten on 2 cores, for first estimates
     mlflow: bool = True
     faults: tuple[FaultRule, ...] = ()  # extra proxy rules (tests): throttling, 500s, capacity
@@ -189,7 +192,7 @@ def run_matrix(
         AvailabilityTrace.load(settings.trace, one_means=settings.trace_one_means) if settings.trace else None
     )
     settings.out_dir.mkdir(parents=True, exist_ok=True)
-    guard = BudgetGuard(settings.budget_usd, settings.out_dir / "spend_log.jsonl")
+    guard = BudgetGuard(settings.budget_usd, settings.spend_log or settings.out_dir / "spend_log.jsonl")
     plan = matrix(settings)
     results: list[SimulatedRun] = []
     aws = emulator_session(infra.env)

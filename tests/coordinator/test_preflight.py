@@ -108,7 +108,7 @@ def test_cli_refuses_then_proceeds_on_the_record(
     ec2: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stray = run_instance(ec2, "old-job")
-    common = ["preflight", "--estimate", "1.0", "--job-id", "job-2", "--log", str(tmp_path / "spend.jsonl"),
+    common = ["preflight", "--estimate", "1.0", "--job-id", "job-2", "--spend-log", str(tmp_path / "spend.jsonl"),
               "--preflight-log", str(tmp_path / "preflight.jsonl"),
               "--override", "price-of-the-day=table checked by hand for this test"]  # fmt: skip
     assert main(common) == 4

@@ -1,0 +1,75 @@
+"""`spotbatch preflight`: the pre-launch checklist, run mechanically (PASS/FAIL with reasons; exit 4)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from coordinator.commands.options import Subcommands, add_aws_options, add_budget_options, budget_guard
+
+
+def add_parser(commands: Subcommands) -> None:
+    check = commands.add_parser(
+        "preflight",
+        help="the pre-launch checklist, run mechanically (PASS/FAIL with reasons)",
+        description="Checks: no stray instances, budget headroom, auto-termination, teardown dry run, price "
+        "of the day, sync allow-list. Exit 4 if a check fails and is not overridden.",
+    )
+    check.add_argument("--estimate", required=True, help="estimated cost of the launch, dollars")
+    check.add_argument("--job-id", default="preflight")
+    check.add_argument("--market", choices=("spot", "on-demand"), default="spot")
+    check.add_argument(
+        "--live-prices", action="store_true", help="read the spot price from EC2 when possible"
+    )
+    check.add_argument("--shutdown-behavior", choices=("terminate", "stop"), default="terminate")
+    check.add_argument("--max-lifetime-seconds", type=int, default=6 * 3_600)
+    check.add_argument("--sync-dir", help="payload folder for a burst run")
+    check.add_argument("--override", action="append", default=[], metavar="NAME=REASON")
+    check.add_argument("--preflight-log", help="default runs/preflight.jsonl")
+    add_aws_options(check)
+    add_budget_options(check)
+    check.set_defaults(handler=preflight_command)
+
+
+def preflight_command(args: argparse.Namespace) -> int:
+    import boto3
+
+    from coordinator.cost import preflight
+    from coordinator.cost.budget import parse_amount
+    from coordinator.cost.pricing import PriceTable, live_or_table_price
+    from coordinator.paths import preflight_log_path
+
+    ec2 = boto3.client("ec2", region_name=args.region)
+    table = PriceTable.load()
+    live = ec2 if args.live_prices else None
+    quote = live_or_table_price(table, args.region, args.instance_type, args.market, live)
+    snapshot = None
+    if quote.source.startswith("table"):
+        snapshot = table.lookup("aws", args.region, args.instance_type, args.market).snapshot_date
+    plan = preflight.LaunchPlan(
+        job_id=args.job_id,
+        estimate_usd=parse_amount(args.estimate, "estimate"),
+        price=quote,
+        price_snapshot=snapshot,
+        shutdown_behavior=args.shutdown_behavior,
+        max_lifetime_seconds=args.max_lifetime_seconds,
+        sync_dir=Path(args.sync_dir) if args.sync_dir else None,
+    )
+    log_path = Path(args.preflight_log) if args.preflight_log else preflight_log_path()
+    results = preflight.run_preflight(plan, ec2=ec2, guard=budget_guard(args))
+    results = preflight.apply_overrides(results, preflight.parse_overrides(args.override), log_path)
+    print(preflight.format_results(results))
+    record = {
+        "ts": datetime.now(UTC).isoformat(),
+        "job_id": args.job_id,
+        "rate_usd_per_hour": quote.rate_usd_per_hour,
+        "price_source": quote.source,
+        "results": {r.name: r.status for r in results},
+    }
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "a", encoding="utf-8") as log:  # the record of the day's price and every verdict
+        log.write(json.dumps(record) + "\n")
+    preflight.require_preflight(results)  # a failure raises PreflightFailed: exit 4
+    return 0

@@ -1,0 +1,37 @@
+"""`spotbatch status RUN_DIR`: the segments, attempts and recent events of a run folder's state."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from coordinator.commands.options import Subcommands
+from coordinator.errors import ConfigError
+
+
+def add_parser(commands: Subcommands) -> None:
+    status = commands.add_parser("status", help="segments, attempts and recent events of a run folder")
+    status.add_argument("run_dir", type=Path)
+    status.add_argument("--events", type=int, default=10, help="how many recent events to show")
+    status.set_defaults(handler=status_command)
+
+
+def status_command(args: argparse.Namespace) -> int:
+    from coordinator.job.state import CoordinatorState
+
+    path = args.run_dir / "state.db"
+    if not path.is_file():
+        raise ConfigError(f"{path} does not exist (not a run folder?)")
+    state = CoordinatorState(path)
+    try:
+        for job in state.jobs():
+            print(f"job {job}")
+            for row in state.segments(job):
+                print(f"  {row.segment_id}  [{row.start}, {row.stop})  {row.state:<13} {row.market or '-':<9} attempts {row.attempts}")  # fmt: skip
+            for event in state.events(job)[-args.events :]:
+                stamp = time.strftime("%H:%M:%S", time.gmtime(event.ts))
+                print(f"  {stamp} {event.segment_id or '':<9} {event.from_state or '':>11} -> {event.to_state or '':<13} {event.reason}")  # fmt: skip
+    finally:
+        state.close()
+    return 0
