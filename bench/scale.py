@@ -33,7 +33,8 @@ from coordinator.job.state import CoordinatorState
 from coordinator.policies.registry import make_policy
 from coordinator.sim.emulator import MotoServer, emulator_session
 from coordinator.sim.quick_stack import BUCKET, make_stack
-from inference.heartbeat import Heartbeat, heartbeat_key
+from inference.heartbeat import Heartbeat
+from inference.layout import heartbeat_key, job_prefix
 from inference.storage import S3Store
 
 STUB_EVERY = 2.0  # seconds between a stub's heartbeats, the worker's default
@@ -47,7 +48,7 @@ def heartbeat_stub(endpoint: str, env: dict[str, str], job_id: str, segments: li
             beat = Heartbeat(
                 segment, "stub", "spot", f"{job_id}/{segment}/1", 1_000, rows_done=10, ts=time.time()
             )
-            s3.put_object(Bucket=BUCKET, Key=f"jobs/{job_id}/{heartbeat_key(segment)}", Body=json.dumps(asdict(beat)).encode())  # fmt: skip
+            s3.put_object(Bucket=BUCKET, Key=f"{job_prefix(job_id)}/{heartbeat_key(segment)}", Body=json.dumps(asdict(beat)).encode())  # fmt: skip
         stop.wait(STUB_EVERY)
 
 
@@ -63,7 +64,7 @@ def measure(stack: Any, size: int, cycles: int, tmp: Path) -> dict[str, float]:
     segments = plan_segments(spec.rows, size, "s3://x")
     state.create_job(job, config={}, segments=[(s.segment_id, s.start, s.stop) for s in segments])
     controller = Controller(
-        spec=spec, state=state, store=S3Store(BUCKET, f"jobs/{job}", client=s3), policy=make_policy("spot-only"),
+        spec=spec, state=state, store=S3Store(BUCKET, job_prefix(job), client=s3), policy=make_policy("spot-only"),
         fleet=Fleet(ec2, templates={k: str(v) for k, v in stack.outputs["launch_template_ids"].items()}, subnet_id=None),
         guard=BudgetGuard(1e9, tmp / f"{job}.spend.jsonl"), quotes=quotes_for(spec), clock=CloudClock(),
     )  # fmt: skip

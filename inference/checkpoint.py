@@ -5,11 +5,7 @@ Order of writes, so that a crash can only redo work, never lose or duplicate it:
 2. the checkpoint, which lists every part that counts.
 
 A part written before a crash but not yet in the checkpoint is an orphan: it is not read, and the next
-attempt deletes it. Keys, under the job's output prefix:
-
-    parts/<segment>/<start:08d>-<stop:08d>.csv                  a whole chunk
-    parts/<segment>/<start:08d>-<stop:08d>.b<i:03d>-<j:03d>.csv  batches [i, j) of a chunk (after a stop)
-    checkpoints/<segment>.json
+attempt deletes it. Their keys, under the job's output prefix, are in `layout.py`.
 """
 
 from __future__ import annotations
@@ -22,25 +18,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inference.errors import CheckpointError
+from inference.layout import checkpoint_key, parts_prefix
 from inference.storage import ObjectNotFound, ObjectStore
 
 PART_COLUMNS = ("id", "prediction", "score")
-
-
-def checkpoint_key(segment_id: str) -> str:
-    return f"checkpoints/{segment_id}.json"
-
-
-def parts_prefix(segment_id: str) -> str:
-    return f"parts/{segment_id}/"
-
-
-def part_key(segment_id: str, row_start: int, row_stop: int, batches: tuple[int, int] | None = None) -> str:
-    """`batches` is the batch range inside the chunk, given only when the part covers part of the chunk."""
-    stem = f"{row_start:08d}-{row_stop:08d}"
-    if batches is not None:
-        stem += f".b{batches[0]:03d}-{batches[1]:03d}"
-    return f"{parts_prefix(segment_id)}{stem}.csv"
 
 
 @dataclass(slots=True)

@@ -1,20 +1,13 @@
-"""Input data: a user's Parquet/CSV/JSONL turned into the canonical dataset, and segment reads.
+"""The canonical dataset: how it is written (small row groups) and how a worker reads its segment of it.
 
 The canonical dataset is a Parquet file with columns `id` (int64 or string, unique), `text` (string) and,
 when known, `label` (string). It is written with small row groups so that a worker reads only the row
-groups of its own segment.
-
-Every problem is an `InputDataError` whose message names the file, the column and the row (1-based data
-rows, the header not counted). Policy for null or empty texts: refused and reported by default; with
-`allow_empty_texts=True` they are kept and predicted as the empty string. They are never dropped.
+groups of its own segment. `spotbatch data prepare` (`coordinator/build/user_dataset.py`) turns a user's
+file into it; a problem found here names the object, the column and the row.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,184 +19,6 @@ from inference.errors import InputDataError
 from inference.storage import ObjectStore
 
 ROW_GROUP_SIZE = 500  # a 10,000-row dataset split in 10-40 segments still reads a few row groups each
-MAX_REPORTED_ROWS = 5  # how many offending rows an error lists before it says "and N more"
-LONG_TEXT_CHARS = 2_000  # texts longer than this are reported at prepare time; the tokenizer truncates them
-SUPPORTED_SUFFIXES = (".parquet", ".csv", ".jsonl")
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedDataset:
-    table: pa.Table
-    long_texts: int  # rows whose text exceeds LONG_TEXT_CHARS (kept; the tokenizer truncates them)
-    empty_texts: int  # rows kept with an empty text (only with allow_empty_texts)
-
-
-def _rows_phrase(rows: Sequence[int]) -> str:
-    shown = ", ".join(str(row) for row in rows[:MAX_REPORTED_ROWS])
-    more = len(rows) - MAX_REPORTED_ROWS
-    return f"row {shown}" if len(rows) == 1 else f"rows {shown}" + (f" and {more} more" if more > 0 else "")
-
-
-def _decode_utf8(path: Path, data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise InputDataError(
-            f"{path}: line {line}: bytes are not valid UTF-8 (byte {data[error.start]:#04x} at offset "
-            f"{error.start}); re-encode the file as UTF-8"
-        ) from None
-
-
-def _read_csv(path: Path) -> list[dict[str, Any]]:
-    text = _decode_utf8(path, path.read_bytes())
-    return list(csv.DictReader(io.StringIO(text, newline="")))
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    records = []
-    for number, line in enumerate(_decode_utf8(path, path.read_bytes()).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise InputDataError(f"{path}: line {number}: not valid JSON ({error.msg})") from None
-        if not isinstance(record, dict):
-            raise InputDataError(
-                f"{path}: line {number}: expected a JSON object, got {type(record).__name__}"
-            )
-        records.append(record)
-    return records
-
-
-def _read_parquet(path: Path) -> list[dict[str, Any]]:
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as error:
-        raise InputDataError(f"{path}: not a readable Parquet file ({error})") from None
-    records: list[dict[str, Any]] = table.to_pylist()
-    for number, record in enumerate(records, start=1):
-        for column, value in record.items():
-            if isinstance(value, bytes):
-                try:
-                    record[column] = value.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise InputDataError(
-                        f"{path}: column {column!r}, row {number}: bytes are not valid UTF-8"
-                    ) from None
-    return records
-
-
-def _read_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    if not path.is_file():
-        raise InputDataError(f"{path}: no such file")
-    if path.stat().st_size == 0:
-        raise InputDataError(f"{path}: the file is empty")
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        records = _read_csv(path)
-        with path.open(encoding="utf-8", newline="") as handle:
-            columns = next(csv.reader(handle), [])
-    elif suffix == ".jsonl":
-        records = _read_jsonl(path)
-        columns = sorted({key for record in records for key in record})
-    elif suffix == ".parquet":
-        records = _read_parquet(path)
-        columns = pq.read_schema(path).names
-    else:
-        raise InputDataError(
-            f"{path}: unsupported file type {suffix!r} (use {', '.join(SUPPORTED_SUFFIXES)})"
-        )
-    if not records:
-        raise InputDataError(f"{path}: the file has no data rows")
-    return records, columns
-
-
-def prepare_dataset(
-    path: Path,
-    *,
-    text_column: str = "text",
-    id_column: str | None = "id",
-    label_column: str | None = "label",
-    allow_empty_texts: bool = False,
-) -> PreparedDataset:
-    """Validate a user's file and return the canonical table (id, text[, label]).
-
-    Without an id column (or with `id_column=None`) the ids are the 0-based row numbers.
-    """
-    records, columns = _read_records(path)
-    if text_column not in columns:
-        raise InputDataError(
-            f"{path}: column {text_column!r} not found; columns are: {', '.join(columns) or '(none)'}"
-        )
-    use_ids = id_column is not None and id_column in columns
-    has_labels = label_column is not None and label_column in columns
-
-    texts: list[str] = []
-    bad_rows: list[int] = []
-    for number, record in enumerate(records, start=1):
-        value = record.get(text_column)
-        if value is None or (isinstance(value, str) and not value.strip()):
-            bad_rows.append(number)
-            value = ""
-        elif not isinstance(value, str):
-            raise InputDataError(
-                f"{path}: column {text_column!r}, row {number}: expected text, got {type(value).__name__} "
-                f"{value!r}"
-            )
-        texts.append(value)
-    if bad_rows and not allow_empty_texts:
-        raise InputDataError(
-            f"{path}: column {text_column!r}: {len(bad_rows)} null or empty text(s) at "
-            f"{_rows_phrase(bad_rows)}; fix them, or pass --allow-empty-texts to predict them as empty strings"
-        )
-
-    ids: list[Any]
-    if use_ids:
-        assert id_column is not None
-        ids = [record.get(id_column) for record in records]
-        missing = [number for number, value in enumerate(ids, start=1) if value in (None, "")]
-        if missing:
-            raise InputDataError(f"{path}: column {id_column!r}: missing id at {_rows_phrase(missing)}")
-        ids = _normalise_ids(path, id_column, ids)
-    else:
-        ids = list(range(len(records)))
-
-    columns_out: dict[str, pa.Array] = {
-        "id": pa.array(ids, type=pa.int64() if all(isinstance(i, int) for i in ids) else pa.string()),
-        "text": pa.array(texts, type=pa.string()),
-    }
-    if has_labels:
-        assert label_column is not None
-        columns_out["label"] = pa.array(
-            [None if record.get(label_column) is None else str(record[label_column]) for record in records],
-            type=pa.string(),
-        )
-    long_texts = sum(1 for text in texts if len(text) > LONG_TEXT_CHARS)
-    return PreparedDataset(pa.table(columns_out), long_texts=long_texts, empty_texts=len(bad_rows))
-
-
-def _normalise_ids(path: Path, column: str, ids: list[Any]) -> list[Any]:
-    """Integers stay integers (CSV gives strings of digits); anything else becomes a string. Ids are unique."""
-    if all(isinstance(i, int) or (isinstance(i, str) and i.strip().lstrip("-").isdigit()) for i in ids):
-        ids = [int(i) for i in ids]
-    else:
-        ids = [str(i) for i in ids]
-    first_seen: dict[Any, int] = {}
-    duplicates: list[int] = []
-    for number, value in enumerate(ids, start=1):
-        if value in first_seen:
-            duplicates.append(number)
-        else:
-            first_seen[value] = number
-    if duplicates:
-        first = duplicates[0]
-        raise InputDataError(
-            f"{path}: column {column!r}: duplicate id {ids[first - 1]!r} at row {first} (first at row "
-            f"{first_seen[ids[first - 1]]}); {len(duplicates)} duplicate(s) in all"
-        )
-    return ids
 
 
 def write_dataset(table: pa.Table, destination: Path) -> None:

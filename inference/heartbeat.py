@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from inference.layout import heartbeat_key
 from inference.storage import ObjectStore
 
 HEARTBEAT_SECONDS = 2.0  # several beats fit in any sane loss timeout (the coordinator's is 10x this)
@@ -23,10 +24,6 @@ HEARTBEAT_TAGS = {"spotbatch:kind": "heartbeat"}  # the bucket's lifecycle rule 
 
 HeartbeatState = Literal["running", "draining", "done", "failed"]
 log = logging.getLogger(__name__)
-
-
-def heartbeat_key(segment_id: str) -> str:
-    return f"heartbeats/{segment_id}.json"
 
 
 @dataclass(slots=True)

@@ -34,7 +34,6 @@ from inference.checkpoint import (
     Checkpoint,
     encode_part,
     load_checkpoint,
-    part_key,
     remove_orphan_parts,
     save_checkpoint,
 )
@@ -55,6 +54,7 @@ from inference.interruption import (
     StopSignal,
     metadata_endpoint_from_env,
 )
+from inference.layout import part_key
 from inference.model import DEFAULT_MAX_LENGTH, Classifier, configure_threads, load_classifier
 from inference.plan import BatchPlan, plan_batches
 from inference.storage import ObjectStore, open_store, split_uri

@@ -54,7 +54,8 @@ def prepare_command(args: argparse.Namespace) -> int:
 
 
 def _prepare_user_file(args: argparse.Namespace, output: Path) -> int:
-    from inference.dataset import prepare_dataset, write_dataset
+    from coordinator.build.user_dataset import prepare_dataset
+    from inference.dataset import write_dataset
 
     prepared = prepare_dataset(
         Path(args.input),

@@ -53,7 +53,7 @@ def add_parser(commands: Subcommands) -> None:
 
 def up_command(args: argparse.Namespace) -> int:
     from coordinator.paths import runs_dir
-    from coordinator.stack.infra import emulator_infrastructure
+    from coordinator.sim.emulator_stack import emulator_infrastructure
 
     state_dir = runs_dir() / "infra" / args.target
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -96,7 +96,7 @@ def apply_real_command(args: argparse.Namespace) -> int:
     from coordinator.cost import preflight
     from coordinator.cost.pricing import PriceTable
     from coordinator.paths import runs_dir
-    from coordinator.stack.infra import RealAws
+    from coordinator.stack.real_aws import RealAws
 
     ec2 = boto3.client("ec2", region_name=args.region)
     table = PriceTable.load()
@@ -131,7 +131,7 @@ def destroy_real_command(args: argparse.Namespace) -> int:
     import boto3
 
     from coordinator.paths import runs_dir
-    from coordinator.stack.infra import RealAws
+    from coordinator.stack.real_aws import RealAws
 
     confirm(args, "destroy the spotbatch stack")
     real = RealAws(runs_dir() / "infra" / "aws", _real_variables(args))

@@ -26,9 +26,9 @@ from coordinator.cost.allow_list import check_payload
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import PriceQuote
 from coordinator.errors import PreflightFailed
+from coordinator.job.instances import list_instances
+from coordinator.job.launch_contract import TAG_MAX_LIFETIME
 
-PROJECT_TAG = ("Project", "spotbatch")
-MAX_LIFETIME_TAG = "spotbatch:max-lifetime-seconds"
 BUDGET_HEADROOM = 0.5  # remaining must cover the estimate plus half again: estimates run low
 PRICE_MAX_AGE_DAYS = 30  # a price table older than a month is not "the price of the day"
 PROBE_INSTANCE_ID = "i-0000000000000000f"  # a well-formed id for the teardown dry run; nothing is terminated
@@ -65,23 +65,13 @@ class LaunchPlan:
 
 def check_no_stray_instances(ec2: Any, job_id: str) -> CheckResult:
     try:
-        pages = ec2.get_paginator("describe_instances").paginate(
-            Filters=[
-                {"Name": f"tag:{PROJECT_TAG[0]}", "Values": [PROJECT_TAG[1]]},
-                {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]},
-            ]
-        )
-        strays = []
-        for page in pages:
-            for reservation in page["Reservations"]:
-                for instance in reservation["Instances"]:
-                    tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
-                    if tags.get("spotbatch:job") != job_id:
-                        strays.append(f"{instance['InstanceId']} ({instance['State']['Name']}, job {tags.get('spotbatch:job', '?')})")  # fmt: skip
+        alive = list_instances(ec2.describe_instances, alive_only=True)
     except Exception as error:  # no credentials, no endpoint: cannot prove the fleet is empty
         return CheckResult("no-stray-instances", False, f"cannot list instances: {error}")
+    strays = [f"{i.instance_id} ({i.state}, job {i.job or '?'})" for i in alive.values() if i.job != job_id]
     if strays:
-        return CheckResult("no-stray-instances", False, f"{len(strays)} instance(s) of the project alive: {', '.join(strays)}")  # fmt: skip
+        reason = f"{len(strays)} instance(s) of the project alive: {', '.join(strays)}"
+        return CheckResult("no-stray-instances", False, reason)
     return CheckResult("no-stray-instances", True, "no instance tagged Project=spotbatch is alive")
 
 
@@ -99,7 +89,7 @@ def check_auto_termination(plan: LaunchPlan) -> CheckResult:
     if plan.shutdown_behavior != "terminate":
         problems.append(f"shutdown behaviour is {plan.shutdown_behavior!r}, not 'terminate'")
     if not plan.max_lifetime_seconds or plan.max_lifetime_seconds <= 0:
-        problems.append(f"no {MAX_LIFETIME_TAG} tag (instances could run forever)")
+        problems.append(f"no {TAG_MAX_LIFETIME} tag (instances could run forever)")
     if problems:
         return CheckResult("auto-termination", False, "; ".join(problems))
     return CheckResult(

@@ -24,7 +24,8 @@ from coordinator.cost.ledger import AttemptRecord
 from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceQuote
 from coordinator.errors import BudgetGuardExceeded, CapacityError, LaunchError
 from coordinator.job.clock import CloudClock
-from coordinator.job.fleet import Fleet, LaunchRequest
+from coordinator.job.fleet import Fleet
+from coordinator.job.launch_contract import LaunchRequest
 from coordinator.job.monitor import ActiveAttempt, AttemptView, Monitor
 from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState, SegmentRow

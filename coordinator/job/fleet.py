@@ -20,13 +20,15 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 from botocore.parsers import ResponseParserError
 
 from coordinator.errors import CapacityError, LaunchError
+from coordinator.job.instances import GONE_STATES, InstanceInfo, alive_ids, list_instances
+from coordinator.job.launch_contract import TAG_ATTEMPT, LaunchRequest, tags_for
 
 log = logging.getLogger("coordinator.job.fleet")
 
@@ -42,37 +44,11 @@ MAX_API_RETRIES = 6  # 0.5 + 1 + 2 + 4 + 8 + 16 s: past half a minute of throttl
 BASE_DELAY_SECONDS = 0.5
 CONFIRM_TIMEOUT_SECONDS = 120.0  # EC2 takes up to a minute or two to report terminated
 CONFIRM_POLL_SECONDS = 2.0
-GONE_STATES = frozenset({"shutting-down", "terminated"})
 
 
 # TerminateInstances answers while another caller is terminating the same instance: AWS when it is already
 # gone; moto when a concurrent terminate detached its volume first (seen under load in the simulator)
 TERMINATING_ELSEWHERE = frozenset({"InvalidInstanceID.NotFound", "InvalidAttachment.NotFound"})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LaunchRequest:
-    job_id: str
-    segment_id: str
-    attempt_id: str
-    market: str
-    start: int
-    stop: int
-    input_key: str
-    extra_tags: dict[str, str] = field(default_factory=dict)
-
-    def tags(self) -> dict[str, str]:
-        return {
-            "Project": "spotbatch",
-            "spotbatch:job": self.job_id,
-            "spotbatch:segment": self.segment_id,
-            "spotbatch:attempt": self.attempt_id,
-            "spotbatch:market": self.market,
-            "spotbatch:start": str(self.start),
-            "spotbatch:stop": str(self.stop),
-            "spotbatch:input-key": self.input_key,
-            **self.extra_tags,
-        }
 
 
 def error_code(error: ClientError) -> str:
@@ -154,7 +130,7 @@ class Fleet:
             "TagSpecifications": [
                 {
                     "ResourceType": "instance",
-                    "Tags": [{"Key": k, "Value": v} for k, v in request.tags().items()],
+                    "Tags": [{"Key": k, "Value": v} for k, v in tags_for(request).items()],
                 }
             ],
         }
@@ -165,7 +141,7 @@ class Fleet:
 
     def _attempt_instance(self, attempt_id: str) -> str | None:
         reservations = self._call(
-            "describe_instances", Filters=[{"Name": "tag:spotbatch:attempt", "Values": [attempt_id]}]
+            "describe_instances", Filters=[{"Name": f"tag:{TAG_ATTEMPT}", "Values": [attempt_id]}]
         )["Reservations"]
         alive = [
             i["InstanceId"]
@@ -175,30 +151,12 @@ class Fleet:
         ]
         return str(alive[0]) if alive else None
 
-    def job_instances(self, job_id: str) -> dict[str, dict[str, str]]:
-        """Instance id -> {state, segment, attempt, market} for every instance of the job EC2 still lists."""
-        found = {}
-        token: str | None = None
-        while True:  # pages by hand, so that every page goes through the retries of `_call`
-            extra = {"NextToken": token} if token else {}
-            page = self._call(
-                "describe_instances", Filters=[{"Name": "tag:spotbatch:job", "Values": [job_id]}], **extra
-            )
-            token = page.get("NextToken")
-            for reservation in page["Reservations"]:
-                for instance in reservation["Instances"]:
-                    tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
-                    found[instance["InstanceId"]] = {
-                        "state": instance["State"]["Name"],
-                        "segment": tags.get("spotbatch:segment", ""),
-                        "attempt": tags.get("spotbatch:attempt", ""),
-                        "market": tags.get("spotbatch:market", ""),
-                    }
-            if not token:
-                return found
+    def job_instances(self, job_id: str) -> dict[str, InstanceInfo]:
+        """Every instance of the job EC2 still lists, each page through the retries of `_call`."""
+        return list_instances(partial(self._call, "describe_instances"), job_id=job_id)
 
     def alive(self, job_id: str) -> list[str]:
-        return sorted(i for i, info in self.job_instances(job_id).items() if info["state"] not in GONE_STATES)
+        return alive_ids(self.job_instances(job_id))
 
     def terminate(self, instance_ids: list[str]) -> None:
         """Ask for termination without waiting (the worker drains on the SIGTERM); confirm later."""

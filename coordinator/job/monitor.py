@@ -28,8 +28,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from coordinator.job.fleet import GONE_STATES, Fleet
-from inference.heartbeat import Heartbeat, heartbeat_key
+from coordinator.job.fleet import Fleet
+from coordinator.job.instances import GONE_STATES
+from inference.heartbeat import Heartbeat
+from inference.layout import heartbeat_key
 from inference.storage import ObjectNotFound, ObjectStore
 
 Verdict = Literal["booting", "running", "draining", "done", "failed", "lost"]
@@ -132,7 +134,7 @@ class Monitor:
                     self._latest[attempt.attempt_id] = beat
             heartbeat = self._latest.get(attempt.attempt_id)
             info = instances.get(attempt.instance_id)
-            state = info["state"] if info else None
+            state = info.state if info else None
             verdict, reason = judge(
                 attempt,
                 heartbeat,

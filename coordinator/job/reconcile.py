@@ -42,7 +42,7 @@ def reconcile(book: AttemptBook) -> None:
             active, book.index[row.segment_id], attempt["launched_at"], label
         )
         info = instances.get(attempt["instance_id"])
-        listed = info["state"] if info else "not listed"
+        listed = info.state if info else "not listed"
         log.info("%s: adopted %s (%s) after a restart", row.segment_id, attempt["instance_id"], listed)
     with_attempt = {a["segment_id"] for a in open_attempts}
     for row in book.state.segments(job):

@@ -40,6 +40,7 @@ from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState
 from coordinator.job.status import SegmentStatus
 from coordinator.policies.registry import make_policy
+from inference.layout import job_prefix
 from inference.storage import S3Store
 
 
@@ -115,7 +116,7 @@ def run_job(
         if not state.create_job(spec.job_id, config=config, segments=[(s.segment_id, s.start, s.stop) for s in segments]):  # fmt: skip
             saved = state.job_config(spec.job_id)["clock"]  # a restart: the job's own clock, not a new one
             clock = CloudClock(scale=saved["scale"], origin=saved["origin"])
-        job_store = S3Store(cloud.bucket, f"jobs/{spec.job_id}", client=cloud.s3)
+        job_store = S3Store(cloud.bucket, job_prefix(spec.job_id), client=cloud.s3)
         fleet = Fleet(cloud.ec2, templates=cloud.templates, subnet_id=cloud.subnet_id)
         quotes = quotes_for(spec)
         controller = Controller(

@@ -36,6 +36,7 @@ from types import TracebackType
 from typing import Any
 
 from coordinator.job.clock import CloudClock
+from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_MARKET, TAG_SEGMENT
 from coordinator.sim.instance_runtime import InstanceRuntime
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.whatif.traces import AvailabilityTrace
@@ -160,12 +161,12 @@ class InterruptionInjector:
     def tick(self) -> None:
         now = self.clock.now()
         for instance_id, instance in self.runtime.running().items():
-            if instance.tags.get("spotbatch:market") != "spot" or instance_id in self.handled:
+            if instance.tags.get(TAG_MARKET) != "spot" or instance_id in self.handled:
                 continue
             if isinstance(self.model, RandomInterruptions):
                 due = self._due.get(instance_id)
                 if due is None:
-                    attempt = instance.tags.get("spotbatch:attempt", instance_id)
+                    attempt = instance.tags.get(TAG_ATTEMPT, instance_id)
                     rng = random.Random(f"{self.seed}/{attempt}")
                     due = self._due[instance_id] = self.clock.at(instance.booted_at) + self.model.time_to_interruption(rng)  # fmt: skip
                 if now >= due:
@@ -183,7 +184,7 @@ class InterruptionInjector:
         tags = instance.tags if instance else {}
         now = self.clock.now()
         record = Interruption(
-            instance_id, tags.get("spotbatch:segment", ""), tags.get("spotbatch:attempt", ""),
+            instance_id, tags.get(TAG_SEGMENT, ""), tags.get(TAG_ATTEMPT, ""),
             "hard-kill" if hard else "notice", time.time(), now,
             now if hard else now + self.notice_seconds,
         )  # fmt: skip

@@ -28,7 +28,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from coordinator.job.fleet import GONE_STATES
+from coordinator.job.instances import list_instances
+from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_SEGMENT, worker_env
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.worker_boot import BootMode, WorkerHandle, WorkerLauncher
 from inference.interruption import METADATA_ENDPOINT_ENV
@@ -55,17 +56,10 @@ class WorkerSettings:
     def env_for(self, instance_id: str, tags: dict[str, str]) -> dict[str, str]:
         return {
             **self.aws_env,
-            "SPOTBATCH_INPUT": f"s3://{self.bucket}/{tags['spotbatch:input-key']}",
-            "SPOTBATCH_START": tags["spotbatch:start"],
-            "SPOTBATCH_STOP": tags["spotbatch:stop"],
-            "SPOTBATCH_SEGMENT_ID": tags["spotbatch:segment"],
-            "SPOTBATCH_OUTPUT_PREFIX": f"s3://{self.bucket}/jobs/{tags['spotbatch:job']}",
+            **worker_env(tags, bucket=self.bucket, instance_id=instance_id),
             "SPOTBATCH_MODEL": self.model,
             "SPOTBATCH_BATCH_SIZE": str(self.batch_size),
             "SPOTBATCH_CHECKPOINT_EVERY": str(self.checkpoint_every),
-            "SPOTBATCH_INSTANCE_ID": instance_id,
-            "SPOTBATCH_MARKET": tags.get("spotbatch:market", ""),
-            "SPOTBATCH_ATTEMPT": tags.get("spotbatch:attempt", ""),
             "SPOTBATCH_HEARTBEAT_EVERY": str(self.heartbeat_every),
             "SPOTBATCH_NOTICE_POLL_EVERY": str(self.notice_poll_every),
             "SPOTBATCH_THREADS": str(self.threads),
@@ -158,27 +152,15 @@ class InstanceRuntime:
                 self.errors.append(f"{type(error).__name__}: {error}")
                 log.warning("instance runtime: %s", error)
 
-    def _listed(self) -> dict[str, tuple[str, dict[str, str]]]:
-        filters = [{"Name": "tag:Project", "Values": ["spotbatch"]}]
-        if self.job_id:
-            filters.append({"Name": "tag:spotbatch:job", "Values": [self.job_id]})
-        found = {}
-        for page in self.ec2.get_paginator("describe_instances").paginate(Filters=filters):
-            for reservation in page["Reservations"]:
-                for item in reservation["Instances"]:
-                    tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
-                    found[item["InstanceId"]] = (item["State"]["Name"], tags)
-        return found
-
     def step(self) -> None:
         """One look at moto: boot new instances, stop the processes of gone ones, shut down finished ones."""
-        listed = self._listed()
-        for instance_id, (state, tags) in listed.items():
+        listed = list_instances(self.ec2.describe_instances, job_id=self.job_id)
+        for instance_id, info in listed.items():
             with self.lock:
                 known = self.instances.get(instance_id)
-            if known is None and state == "running" and "spotbatch:segment" in tags:
-                self._boot(instance_id, tags)
-            elif known is not None and known.exit_code is None and state in GONE_STATES:
+            if known is None and info.state == "running" and info.segment:
+                self._boot(instance_id, info.tags)
+            elif known is not None and known.exit_code is None and not info.alive:
                 threading.Thread(target=self._stop_worker, args=(known, False), daemon=True).start()
         with self.lock:
             instances = list(self.instances.values())
@@ -187,18 +169,18 @@ class InstanceRuntime:
                 code = instance.worker.exit_code()
                 if code is not None:
                     instance.exit_code = code
-                    state = listed.get(instance.instance_id, ("terminated", {}))[0]
-                    if state not in GONE_STATES:  # user-data's last line: shutdown -h now
+                    still = listed.get(instance.instance_id)
+                    if still is not None and still.alive:  # user-data's last line: shutdown -h now
                         self.ec2.terminate_instances(InstanceIds=[instance.instance_id])
 
     def _boot(self, instance_id: str, tags: dict[str, str]) -> None:
         env = self.settings.env_for(instance_id, tags)
         env[METADATA_ENDPOINT_ENV] = self.imds.endpoint_for(instance_id)
-        log_path = self.log_dir / f"{tags['spotbatch:segment']}.{instance_id}.log"
+        log_path = self.log_dir / f"{tags[TAG_SEGMENT]}.{instance_id}.log"
         worker = self.launcher.start(env, log_path)
         with self.lock:
             self.instances[instance_id] = SimulatedInstance(instance_id, tags, worker, time.time())
-        log.debug("booted %s for %s (pid %s)", instance_id, tags.get("spotbatch:attempt"), worker.pid)
+        log.debug("booted %s for %s (pid %s)", instance_id, tags.get(TAG_ATTEMPT), worker.pid)
 
     def _stop_worker(self, instance: SimulatedInstance, hard: bool) -> None:
         if hard:

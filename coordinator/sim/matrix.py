@@ -31,22 +31,25 @@ from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_ledger
 from coordinator.errors import SimulationError
 from coordinator.job.clock import CloudClock
+from coordinator.job.instances import list_instances
+from coordinator.job.launch_contract import TAG_SEGMENT
 from coordinator.job.runner import CloudTarget, RunResult, run_job
 from coordinator.job.spec import JobSpec
 from coordinator.job.status import SegmentStatus
 from coordinator.policies.deadline import DEFAULT_RESERVE_HOURS
 from coordinator.sim.emulator import emulator_session
+from coordinator.sim.emulator_stack import Infrastructure, emulator_infrastructure
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
 from coordinator.sim.injector import InterruptionInjector, RandomInterruptions, TraceReplay
 from coordinator.sim.instance_runtime import InstanceRuntime, WorkerSettings
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.worker_boot import BootMode
-from coordinator.stack.infra import Infrastructure, alive_project_instances, emulator_infrastructure
 from coordinator.whatif.traces import AvailabilityTrace
 from inference.dataset import write_dataset
+from inference.layout import dataset_key
 
 CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")
-DATASET_KEY = "data/sentences.parquet"
+DATASET_KEY = dataset_key("sentences.parquet")
 # Wall-clock settings of a simulated run, chosen for 10 workers sharing 2 cores (see README, "make simulate")
 # Every poll is a request to moto or the metadata server, and those share the 2 cores with the workers:
 # polling 2-3x faster than this cost about a third of the CPU in a trial (53 s instead of ~30 s per run).
@@ -220,7 +223,7 @@ def run_matrix(
                     deadline,
                 )
             )
-    left = alive_project_instances(direct_ec2)
+    left = sorted(list_instances(direct_ec2.describe_instances, alive_only=True))
     if left:
         raise SimulationError(f"instances of the project alive after the matrix: {', '.join(left)}")
     log.info("re-listed the project's instances after %d runs: none alive", len(results))
@@ -361,7 +364,7 @@ def _forced_interrupter(
             working = {s.segment_id for s in statuses if s.state == "RUNNING" and s.market == "spot" and s.rows_done > 0}  # fmt: skip
             spot = sorted(
                 i for i, inst in runtime.running().items()
-                if inst.tags.get("spotbatch:segment") in working and i not in injector.handled
+                if inst.tags.get(TAG_SEGMENT) in working and i not in injector.handled
             )  # fmt: skip
             if not spot:
                 return  # no spot worker busy yet: try again next cycle

@@ -12,8 +12,9 @@ from typing import Any
 
 import boto3
 
+from coordinator.job.instances import InstanceInfo, list_instances
 from coordinator.sim.emulator import FAKE_CREDENTIALS, emulator_session
-from coordinator.stack.infra import Infrastructure
+from coordinator.sim.emulator_stack import Infrastructure
 
 BUCKET = "spotbatch-test"
 
@@ -39,13 +40,7 @@ def make_stack(endpoint: str) -> Infrastructure:
     return Infrastructure(endpoint, outputs, env)
 
 
-def job_instances(endpoint: str, job_id: str) -> list[dict[str, Any]]:
-    """Every instance moto lists for the job (any state), with its tags as a dict."""
+def job_instances(endpoint: str, job_id: str) -> dict[str, InstanceInfo]:
+    """Every instance moto lists for the job, in any state."""
     ec2: Any = boto3.client("ec2", endpoint_url=endpoint, region_name="us-east-1")
-    found = []
-    for page in ec2.get_paginator("describe_instances").paginate(Filters=[{"Name": "tag:spotbatch:job", "Values": [job_id]}]):  # fmt: skip
-        for reservation in page["Reservations"]:
-            for instance in reservation["Instances"]:
-                tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
-                found.append({"id": instance["InstanceId"], "state": instance["State"]["Name"], "tags": tags})
-    return found
+    return list_instances(ec2.describe_instances, job_id=job_id)

@@ -202,16 +202,30 @@ def test_cli_status_and_check(log_path: Path, capsys: pytest.CaptureFixture[str]
         "lab02-tp-spinup",
     ):
         assert expected in out
-    assert main(["budget", "check", "--estimate", "2.50", "--spend-log", str(log_path), "--ceiling", "5"]) == 0
+    assert (
+        main(["budget", "check", "--estimate", "2.50", "--spend-log", str(log_path), "--ceiling", "5"]) == 0
+    )
     assert "fits" in capsys.readouterr().out
-    assert main(["budget", "check", "--estimate", "2.51", "--spend-log", str(log_path), "--ceiling", "5"]) == 3
+    assert (
+        main(["budget", "check", "--estimate", "2.51", "--spend-log", str(log_path), "--ceiling", "5"]) == 3
+    )
     assert "would pass the ceiling" in capsys.readouterr().err
     assert len(lines(log_path)) == 3  # check never writes
 
 
 def test_cli_bad_estimate_through_the_real_entry_point(log_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "coordinator", "budget", "check", "--estimate", "abc", "--spend-log", str(log_path)],
+        [
+            sys.executable,
+            "-m",
+            "coordinator",
+            "budget",
+            "check",
+            "--estimate",
+            "abc",
+            "--spend-log",
+            str(log_path),
+        ],
         capture_output=True,
         text=True,
         check=False,

@@ -22,11 +22,12 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from coordinator.job.instances import alive_ids
 from coordinator.sim.emulator import MotoServer, emulator_session
+from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultRule
 from coordinator.sim.matrix import SimulationSettings, run_matrix
 from coordinator.sim.quick_stack import job_instances, make_stack
-from coordinator.stack.infra import Infrastructure
 
 ROWS = 1_500
 
@@ -59,9 +60,7 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def alive(endpoint: str, job_id: str) -> list[str]:
-    return [
-        i["id"] for i in job_instances(endpoint, job_id) if i["state"] not in ("terminated", "shutting-down")
-    ]
+    return alive_ids(job_instances(endpoint, job_id))
 
 
 def test_hybrid_with_forced_interruptions_equals_an_uninterrupted_run(
@@ -174,13 +173,13 @@ def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
         assert "adopted" in (run_dir / "coordinator.log").read_text()
         assert runtime.errors == []
     instances = job_instances(endpoint, job)
-    per_attempt = Counter(i["tags"]["spotbatch:attempt"] for i in instances)
+    per_attempt = Counter(i.attempt for i in instances.values())
     assert max(per_attempt.values()) == 1, per_attempt  # no attempt launched twice
     state = sqlite3.connect(run_dir / "state.db")
     launched = {
         row[0] for row in state.execute("SELECT instance_id FROM attempts WHERE instance_id IS NOT NULL")
     }
-    assert launched == {i["id"] for i in instances}  # every instance EC2 knows is one the state knows
+    assert launched == set(instances)  # every instance EC2 knows is one the state knows
     assert sorted(predictions(run_dir)) == sorted(pq.read_table(sentences_parquet).column("id").to_pylist())
     assert alive(endpoint, job) == []
 
@@ -205,7 +204,7 @@ def test_budget_refusal_fails_the_segments_and_launches_nothing(
     assert not outcome.succeeded and outcome.segments_done == 0
     assert set(outcome.failures) == {"seg-0000", "seg-0001", "seg-0002", "seg-0003"}
     assert all("budget guard refused" in why for why in outcome.failures.values())
-    assert job_instances(str(stack.endpoint), "t-on-demand-01") == []  # nothing was launched
+    assert job_instances(str(stack.endpoint), "t-on-demand-01") == {}  # nothing was launched
     assert run.result.merge is None and not (run.result.run_dir / "predictions.csv").exists()
     spend_log = tmp_path / "runs" / "t" / "spend_log.jsonl"
     assert not spend_log.exists() or spend_log.read_text() == ""  # a refused estimate reserves nothing

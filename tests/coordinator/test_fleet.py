@@ -11,7 +11,8 @@ import pytest
 from botocore.stub import Stubber
 
 from coordinator.errors import CapacityError, LaunchError
-from coordinator.job.fleet import Fleet, LaunchRequest
+from coordinator.job.fleet import Fleet
+from coordinator.job.launch_contract import LaunchRequest
 
 
 @pytest.fixture
@@ -44,8 +45,8 @@ def test_launch_tags_and_terminate_confirmed(ec2: Any) -> None:
     spot = fleet.launch(request())
     on_demand = fleet.launch(request("seg-0001", "job-1/seg-0001/1", "on-demand"))
     listed = fleet.job_instances("job-1")
-    assert listed[spot]["segment"] == "seg-0000" and listed[spot]["market"] == "spot"
-    assert listed[on_demand]["attempt"] == "job-1/seg-0001/1"
+    assert listed[spot].segment == "seg-0000" and listed[spot].market == "spot"
+    assert listed[on_demand].attempt == "job-1/seg-0001/1"
     assert fleet.alive("job-1") == sorted([spot, on_demand])
     fleet.terminate_and_confirm([spot, on_demand])
     assert fleet.alive("job-1") == []

@@ -96,7 +96,7 @@ def test_fault_proxy_answers_with_aws_errors_that_the_fleet_sorts(moto_endpoint:
         template = ec2.create_launch_template(LaunchTemplateName="t", LaunchTemplateData={"ImageId": image})["LaunchTemplate"]["LaunchTemplateId"]  # fmt: skip
         fleet = Fleet(ec2, templates={"spot": template}, subnet_id=None, base_delay=0.01)
         request = dict(job_id="j", segment_id="seg-0000", market="spot", start=0, stop=10, input_key="k")
-        from coordinator.job.fleet import LaunchRequest
+        from coordinator.job.launch_contract import LaunchRequest
 
         proxy.add(FaultRule("RunInstances", "RequestLimitExceeded", times=1))
         proxy.add(FaultRule("RunInstances", "InternalError", times=1))

@@ -85,7 +85,7 @@ def test_localstack_target_where_one_runs(
     """LocalStack needs Docker, which this machine lacks: the test runs only where one answers."""
     import requests
 
-    from coordinator.stack.infra import emulator_infrastructure, localstack_endpoint
+    from coordinator.sim.emulator_stack import emulator_infrastructure, localstack_endpoint
 
     endpoint = localstack_endpoint()
     try:

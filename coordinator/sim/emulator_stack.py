@@ -1,12 +1,9 @@
-"""The cloud side as one object per target: the emulator stack on moto (or LocalStack), or real AWS.
+"""Simulator only: the stack on the embedded AWS (moto, or LocalStack where one runs), up and torn down.
 
 Usage::
 
-    with emulator_infrastructure(state_dir) as infra:      # moto up, stack applied; destroyed and stopped after
+    with emulator_infrastructure(state_dir) as infra:   # moto up, stack applied; destroyed and stopped after
         infra.outputs["launch_template_ids"]["spot"]
-
-    real = RealAws(state_dir, variables)                    # make apply-real / destroy-real
-    real.plan(); real.apply_saved_plan(); real.destroy_and_confirm(ec2)
 """
 
 from __future__ import annotations
@@ -19,19 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.errors import InfraError
-from coordinator.paths import TERRAFORM_DIR
 from coordinator.sim.emulator import MotoServer, require_loopback
+from coordinator.stack.real_aws import STACKS_DIR
 from coordinator.stack.terraform import Terraform
 
-STACKS_DIR = TERRAFORM_DIR / "stacks"
 LOCALSTACK_DEFAULT_ENDPOINT = "http://localhost:4566"
-PROJECT_TAG = {"Name": "tag:Project", "Values": ["spotbatch"]}
-ALIVE_STATES = ["pending", "running", "stopping", "stopped"]  # shutting-down is on its way out
 
 
 @dataclass(slots=True)
 class Infrastructure:
-    endpoint: str | None  # None: real AWS
+    endpoint: str
     outputs: dict[str, Any]
     env: dict[str, str]  # what terraform, boto3 and workers need (endpoint, credentials, region)
     timings: dict[str, float] = field(default_factory=dict)
@@ -82,36 +76,3 @@ def emulator_infrastructure(state_dir: Path, *, target: str = "moto") -> Iterato
             yield Infrastructure(aws.endpoint, outputs, env, tf.timings)
         finally:
             tf.destroy({"endpoint": aws.endpoint})
-
-
-class RealAws:
-    """`make apply-real` / `make destroy-real`: plan to a file, apply exactly that plan, destroy, confirm."""
-
-    def __init__(self, state_dir: Path, variables: Mapping[str, Any]) -> None:
-        self.tf = Terraform.discover(STACKS_DIR / "aws", state_dir=state_dir)
-        self.variables = dict(variables)
-        self.plan_file = state_dir / "tfplan"
-
-    def plan(self) -> str:
-        self.tf.init()
-        return self.tf.plan(self.variables, out=self.plan_file).stdout
-
-    def apply_saved_plan(self) -> dict[str, Any]:
-        if not self.plan_file.is_file():
-            raise InfraError(f"{self.plan_file}: no saved plan; run the plan step first")
-        self.tf.apply(plan_file=self.plan_file)
-        self.plan_file.unlink()
-        return self.tf.output()
-
-    def destroy_and_confirm(self, ec2: Any) -> list[str]:
-        """Destroy the stack, then re-list instances tagged Project=spotbatch; returns any still alive."""
-        self.tf.init()
-        self.tf.destroy(self.variables)
-        return alive_project_instances(ec2)
-
-
-def alive_project_instances(ec2: Any) -> list[str]:
-    pages = ec2.get_paginator("describe_instances").paginate(
-        Filters=[PROJECT_TAG, {"Name": "instance-state-name", "Values": ALIVE_STATES}]
-    )
-    return [i["InstanceId"] for page in pages for r in page["Reservations"] for i in r["Instances"]]

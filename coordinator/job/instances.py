@@ -1,0 +1,85 @@
+"""The one way to list the project's instances: by tag, every page, with one meaning of "alive".
+
+    alive  pending, running, stopping, stopped   (billing, or able to bill again)
+    gone   shutting-down, terminated
+
+Usage::
+
+    found = list_instances(ec2.describe_instances, job_id="job-1")     # {instance id: InstanceInfo}
+    strays = list_instances(ec2.describe_instances, alive_only=True)   # every live instance of the project
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator.job.launch_contract import (
+    PROJECT,
+    PROJECT_TAG,
+    TAG_ATTEMPT,
+    TAG_JOB,
+    TAG_MARKET,
+    TAG_SEGMENT,
+)
+
+ALIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
+GONE_STATES = frozenset({"shutting-down", "terminated"})
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceInfo:
+    instance_id: str
+    state: str
+    tags: dict[str, str]
+
+    @property
+    def alive(self) -> bool:
+        return self.state not in GONE_STATES
+
+    @property
+    def job(self) -> str:
+        return self.tags.get(TAG_JOB, "")
+
+    @property
+    def segment(self) -> str:
+        return self.tags.get(TAG_SEGMENT, "")
+
+    @property
+    def attempt(self) -> str:
+        return self.tags.get(TAG_ATTEMPT, "")
+
+    @property
+    def market(self) -> str:
+        return self.tags.get(TAG_MARKET, "")
+
+
+def list_instances(
+    describe: Callable[..., Any], *, job_id: str | None = None, alive_only: bool = False
+) -> dict[str, InstanceInfo]:
+    """Every instance tagged Project=spotbatch (and `spotbatch:job=job_id`), page by page.
+
+    `describe` is `ec2.describe_instances` or a wrapper with retries around it (the fleet's)."""
+    filters = [{"Name": f"tag:{PROJECT_TAG}", "Values": [PROJECT]}]
+    if job_id is not None:
+        filters.append({"Name": f"tag:{TAG_JOB}", "Values": [job_id]})
+    if alive_only:
+        filters.append({"Name": "instance-state-name", "Values": sorted(ALIVE_STATES)})
+    found: dict[str, InstanceInfo] = {}
+    token: str | None = None
+    while True:
+        page = describe(Filters=filters, **({"NextToken": token} if token else {}))
+        for reservation in page["Reservations"]:
+            for instance in reservation["Instances"]:
+                tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
+                found[instance["InstanceId"]] = InstanceInfo(
+                    instance["InstanceId"], instance["State"]["Name"], tags
+                )
+        token = page.get("NextToken")
+        if not token:
+            return found
+
+
+def alive_ids(instances: dict[str, InstanceInfo]) -> list[str]:
+    return sorted(i for i, info in instances.items() if info.alive)

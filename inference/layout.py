@@ -1,0 +1,46 @@
+"""Where a job's objects live in the bucket: one definition, read by the worker and by the coordinator.
+
+    data/<dataset>.parquet                                      the input (workers may only read it)
+    jobs/<job>/parts/<segment>/<start:08d>-<stop:08d>.csv        a whole chunk's predictions
+    jobs/<job>/parts/<segment>/<start>-<stop>.b<i:03d>-<j:03d>.csv   batches [i, j) of a chunk (after a stop)
+    jobs/<job>/checkpoints/<segment>.json                        which parts count, and where to resume
+    jobs/<job>/heartbeats/<segment>.json                         the worker's latest beat
+
+Keys below `jobs/<job>/` are relative to the job's prefix: the worker is given `s3://<bucket>/jobs/<job>` as
+its output prefix. The Terraform worker role (`worker_iam`) grants exactly these two prefixes; a test holds
+its defaults and the user-data template to this module.
+"""
+
+from __future__ import annotations
+
+DATA_PREFIX = "data/"
+JOBS_PREFIX = "jobs/"
+
+
+def job_prefix(job_id: str) -> str:
+    """The job's prefix in the bucket, without a trailing slash: the worker's output prefix."""
+    return f"{JOBS_PREFIX}{job_id}"
+
+
+def dataset_key(name: str) -> str:
+    return f"{DATA_PREFIX}{name}"
+
+
+def checkpoint_key(segment_id: str) -> str:
+    return f"checkpoints/{segment_id}.json"
+
+
+def heartbeat_key(segment_id: str) -> str:
+    return f"heartbeats/{segment_id}.json"
+
+
+def parts_prefix(segment_id: str) -> str:
+    return f"parts/{segment_id}/"
+
+
+def part_key(segment_id: str, row_start: int, row_stop: int, batches: tuple[int, int] | None = None) -> str:
+    """`batches` is the batch range inside the chunk, given only when the part covers part of the chunk."""
+    stem = f"{row_start:08d}-{row_stop:08d}"
+    if batches is not None:
+        stem += f".b{batches[0]:03d}-{batches[1]:03d}"
+    return f"{parts_prefix(segment_id)}{stem}.csv"
