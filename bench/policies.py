@@ -49,10 +49,13 @@ SWEEP_RESERVES = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 
 def job_for(deadline_hours: float, *, work_hours: float = WORK_HOURS, instances: int = 1) -> WhatIfJob:
     return WhatIfJob(
-        work_seconds=int(work_hours * 3600), deadline_seconds=int(deadline_hours * 3600),
-        changeover_seconds=CHANGEOVER_SECONDS, spot_usd_per_hour=SPOT, on_demand_usd_per_hour=ON_DEMAND,
+        work_seconds=int(work_hours * 3600),
+        deadline_seconds=int(deadline_hours * 3600),
+        changeover_seconds=CHANGEOVER_SECONDS,
+        spot_usd_per_hour=SPOT,
+        on_demand_usd_per_hour=ON_DEMAND,
         instances=instances,
-    )  # fmt: skip
+    )
 
 
 def zone_windows(traces: list[AvailabilityTrace], offsets: int, seed: int) -> list[Window]:
@@ -68,19 +71,22 @@ def compare(windows: list[Window]) -> dict[float, list[RunResult]]:
 
 def print_comparison(by_deadline: dict[float, list[RunResult]]) -> None:
     print(
-        "| deadline | policy | mean / optimum | p90 / optimum | mean / all on-demand | deadlines met | mean $ | reclaims / run |"
+        "| deadline | policy | mean / optimum | p90 / optimum | mean / all on-demand | deadlines met | "
+        "mean $ | reclaims / run |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for hours, results in by_deadline.items():
         for row in summarise(results, job_for(hours)):
             if row.policy == OPTIMUM:
                 print(
-                    f"| {hours} h | optimum | 1.000x | 1.000x | {row.mean_vs_on_demand:.3f}x | 100% | {row.mean_usd:.2f} | - |"
+                    f"| {hours} h | optimum | 1.000x | 1.000x | {row.mean_vs_on_demand:.3f}x | 100% | "
+                    f"{row.mean_usd:.2f} | - |"
                 )
                 continue
             print(
                 f"| {hours} h | {row.policy} | {row.mean_vs_optimum:.3f}x | {row.p90_vs_optimum:.3f}x | "
-                f"{row.mean_vs_on_demand:.3f}x | {row.deadlines_met:.1%} | {row.mean_usd:.2f} | {row.interruptions:.2f} |"
+                f"{row.mean_vs_on_demand:.3f}x | {row.deadlines_met:.1%} | {row.mean_usd:.2f} | "
+                f"{row.interruptions:.2f} |"
             )
     print()
     for hours, results in by_deadline.items():
@@ -132,7 +138,8 @@ def print_speed(trace: AvailabilityTrace) -> None:
         rate = jobs_per_second(trace, policy, job, 2000)
         print(f"  {policy:17s} {rate:>9,.0f} jobs/s  ({rate / dp_rate:.1f}x the optimum's rate)")
     print(
-        "scaling of `deadline` (jobs/s): work hours with the deadline at 2.4x the work; instances at 10 h / 24 h"
+        "scaling of `deadline` (jobs/s): work hours with the deadline at 2.4x the work; instances at 10 h "
+        "/ 24 h"
     )
     for hours in (2.5, 10, 40):
         rate = jobs_per_second(trace, "deadline", job_for(hours * 2.4, work_hours=hours), 1000)

@@ -6,7 +6,8 @@ Real worker processes on a moto server, spot-only with 4 segments, time scale 1 
 The model is a randomly initialised 12-layer, width-384 BERT built for the benchmark (predictions are
 meaningless; its speed, ~60 rows/s per core, keeps workers busy long enough for 24 interruptions in a run).
 Every 2 s an interruption is forced on a busy spot worker (one not already recovering), as a notice
-(2-minute warning: drain, checkpoint, exit) or a hard kill (SIGKILL + terminate, no warning). Each kind runs twice: with the
+(2-minute warning: drain, checkpoint, exit) or a hard kill (SIGKILL + terminate, no warning). Each kind
+runs twice: with the
 coordinator looking every 0.5 s (ours) and every 15 s (SkyPilot's managed-jobs default), in the same
 process, so the ratio compares like with like.
 
@@ -60,20 +61,38 @@ def measure(run_dir: Path) -> list[dict[str, Any]]:
         log = next((run_dir / "workers").glob(f"{segment}.{hit['instance_id']}.log"))
         computed = sum(int(m.group(1)) for m in BATCH_LINE.finditer(log.read_text()))
         found.append(
-            {"kind": hit["kind"], "to_launch_s": launch - at, "to_first_heartbeat_s": running - at,
-             "rows_redone": computed - ended["rows_kept"], "end_reason": ended["end_reason"]}
-        )  # fmt: skip
+            {
+                "kind": hit["kind"],
+                "to_launch_s": launch - at,
+                "to_first_heartbeat_s": running - at,
+                "rows_redone": computed - ended["rows_kept"],
+                "end_reason": ended["end_reason"],
+            }
+        )
     return found
 
 
-def scenario(stack: Any, out: Path, model: Path, dataset: Path, *, hard: bool, cycle: float, count: int, rows: int) -> list[dict[str, Any]]:  # fmt: skip
+def scenario(
+    stack: Any, out: Path, model: Path, dataset: Path, *, hard: bool, cycle: float, count: int, rows: int
+) -> list[dict[str, Any]]:
     spacing = 2.0  # wall seconds between forced interruptions (each on a segment that is not recovering)
     settings = SimulationSettings(
-        out_dir=out, model=model, dataset=dataset, runs={"spot-only": 1}, rows=rows, segments=4,
-        time_scale=1.0, interruption_probability=0.0, batch_size=BATCH_SIZE, checkpoint_every=CHECKPOINT_EVERY,
-        spot_only_max_retries=count + 5, mlflow=False, cycle_seconds=cycle, forced_hard=hard,
+        out_dir=out,
+        model=model,
+        dataset=dataset,
+        runs={"spot-only": 1},
+        rows=rows,
+        segments=4,
+        time_scale=1.0,
+        interruption_probability=0.0,
+        batch_size=BATCH_SIZE,
+        checkpoint_every=CHECKPOINT_EVERY,
+        spot_only_max_retries=count + 5,
+        mlflow=False,
+        cycle_seconds=cycle,
+        forced_hard=hard,
         forced_interruptions={"spot-only-01": [2.0 + spacing * i for i in range(count)]},
-    )  # fmt: skip
+    )
     (run,) = run_matrix(settings, stack)
     if not run.result.outcome.succeeded:
         raise SystemExit(f"{out}: the run did not finish: {run.result.outcome.failures}")
@@ -85,14 +104,20 @@ def summarize(label: str, rows: list[dict[str, Any]]) -> dict[str, float]:
     beat = [r["to_first_heartbeat_s"] for r in rows]
     redone = [r["rows_redone"] for r in rows]
     summary = {
-        "n": len(rows), "launch_median_s": statistics.median(launch), "launch_max_s": max(launch),
-        "heartbeat_median_s": statistics.median(beat), "heartbeat_max_s": max(beat),
-        "redone_mean": statistics.mean(redone), "redone_max": max(redone),
-    }  # fmt: skip
+        "n": len(rows),
+        "launch_median_s": statistics.median(launch),
+        "launch_max_s": max(launch),
+        "heartbeat_median_s": statistics.median(beat),
+        "heartbeat_max_s": max(beat),
+        "redone_mean": statistics.mean(redone),
+        "redone_max": max(redone),
+    }
     print(
         f"{label:<34} n={summary['n']:>3}  to launch: median {summary['launch_median_s']:5.2f} s, max "
-        f"{summary['launch_max_s']:5.2f} s  to first heartbeat: median {summary['heartbeat_median_s']:5.2f} s, max "
-        f"{summary['heartbeat_max_s']:5.2f} s  rows redone: mean {summary['redone_mean']:6.1f}, max {summary['redone_max']}",
+        f"{summary['launch_max_s']:5.2f} s  to first heartbeat: median {summary['heartbeat_median_s']:5.2f} "
+        "s, max "
+        f"{summary['heartbeat_max_s']:5.2f} s  rows redone: mean {summary['redone_mean']:6.1f}, max "
+        f"{summary['redone_max']}",
         flush=True,
     )
     return summary
@@ -119,7 +144,16 @@ def main() -> int:
                 label = f"{kind}, coordinator every {cycle:g} s"
                 out = Path(tmp) / f"{'kill' if hard else 'notice'}-{cycle:g}"
                 started = time.monotonic()
-                rows = scenario(stack, out, model, args.dataset, hard=hard, cycle=cycle, count=args.interruptions, rows=args.rows)  # fmt: skip
+                rows = scenario(
+                    stack,
+                    out,
+                    model,
+                    args.dataset,
+                    hard=hard,
+                    cycle=cycle,
+                    count=args.interruptions,
+                    rows=args.rows,
+                )
                 results[label] = summarize(label, rows)
                 print(f"  ({time.monotonic() - started:.0f} s wall)", flush=True)
     print()
@@ -132,10 +166,19 @@ def main() -> int:
         )
     notice = results[f"notice, coordinator every {OUR_CYCLE:g} s"]
     kill = results[f"hard kill, coordinator every {OUR_CYCLE:g} s"]
-    print(f"goal: launch within 2 s of a notice: max {notice['launch_max_s']:.2f} s -> {'met' if notice['launch_max_s'] <= 2.0 else 'NOT met'}")  # fmt: skip
-    print(f"goal: <= {BATCH_SIZE} rows (one batch) redone per notice: max {notice['redone_max']} -> {'met' if notice['redone_max'] <= BATCH_SIZE else 'NOT met'}")  # fmt: skip
+    print(
+        f"goal: launch within 2 s of a notice: max {notice['launch_max_s']:.2f} s -> "
+        f"{'met' if notice['launch_max_s'] <= 2.0 else 'NOT met'}"
+    )
+    print(
+        f"goal: <= {BATCH_SIZE} rows (one batch) redone per notice: max {notice['redone_max']} -> "
+        f"{'met' if notice['redone_max'] <= BATCH_SIZE else 'NOT met'}"
+    )
     interval = BATCH_SIZE * CHECKPOINT_EVERY
-    print(f"goal: <= {interval} rows (one checkpoint interval) redone per hard kill: max {kill['redone_max']} -> {'met' if kill['redone_max'] <= interval else 'NOT met'}")  # fmt: skip
+    print(
+        f"goal: <= {interval} rows (one checkpoint interval) redone per hard kill: max {kill['redone_max']} "
+        f"-> {'met' if kill['redone_max'] <= interval else 'NOT met'}"
+    )
     return 0
 
 

@@ -48,7 +48,11 @@ def heartbeat_stub(endpoint: str, env: dict[str, str], job_id: str, segments: li
             beat = Heartbeat(
                 segment, "stub", "spot", f"{job_id}/{segment}/1", 1_000, rows_done=10, ts=time.time()
             )
-            s3.put_object(Bucket=BUCKET, Key=f"{job_prefix(job_id)}/{heartbeat_key(segment)}", Body=json.dumps(asdict(beat)).encode())  # fmt: skip
+            s3.put_object(
+                Bucket=BUCKET,
+                Key=f"{job_prefix(job_id)}/{heartbeat_key(segment)}",
+                Body=json.dumps(asdict(beat)).encode(),
+            )
         stop.wait(STUB_EVERY)
 
 
@@ -58,16 +62,33 @@ def measure(stack: Any, size: int, cycles: int, tmp: Path) -> dict[str, float]:
     ec2 = session.client("ec2", endpoint_url=stack.endpoint)
     s3 = session.client("s3", endpoint_url=stack.endpoint)
     job = f"scale-{size}"
-    spec = JobSpec(job_id=job, input_key="data/none.parquet", rows=size * 1_000, segments=size, policy="spot-only",
-                   heartbeat_timeout=3_600, boot_timeout=3_600, cycle_seconds=0)  # fmt: skip
+    spec = JobSpec(
+        job_id=job,
+        input_key="data/none.parquet",
+        rows=size * 1_000,
+        segments=size,
+        policy="spot-only",
+        heartbeat_timeout=3_600,
+        boot_timeout=3_600,
+        cycle_seconds=0,
+    )
     state = CoordinatorState(tmp / f"{job}.db")
     segments = plan_segments(spec.rows, size, "s3://x")
     state.create_job(job, config={}, segments=[(s.segment_id, s.start, s.stop) for s in segments])
     controller = Controller(
-        spec=spec, state=state, store=S3Store(BUCKET, job_prefix(job), client=s3), policy=make_policy("spot-only"),
-        fleet=Fleet(ec2, templates={k: str(v) for k, v in stack.outputs["launch_template_ids"].items()}, subnet_id=None),
-        guard=BudgetGuard(1e9, tmp / f"{job}.spend.jsonl"), quotes=quotes_for(spec), clock=CloudClock(),
-    )  # fmt: skip
+        spec=spec,
+        state=state,
+        store=S3Store(BUCKET, job_prefix(job), client=s3),
+        policy=make_policy("spot-only"),
+        fleet=Fleet(
+            ec2,
+            templates={k: str(v) for k, v in stack.outputs["launch_template_ids"].items()},
+            subnet_id=None,
+        ),
+        guard=BudgetGuard(1e9, tmp / f"{job}.spend.jsonl"),
+        quotes=quotes_for(spec),
+        clock=CloudClock(),
+    )
     launch_started = time.monotonic()
     controller.cycle()  # launches every segment
     launch_seconds = time.monotonic() - launch_started
@@ -88,8 +109,13 @@ def measure(stack: Any, size: int, cycles: int, tmp: Path) -> dict[str, float]:
     running = sum(row.state == "RUNNING" for row in state.segments(job))
     controller.abandon("benchmark over")
     state.close()
-    return {"size": size, "cpu_s": statistics.median(cpu), "wall_s": statistics.median(wall),
-            "launch_s": launch_seconds, "running": running}  # fmt: skip
+    return {
+        "size": size,
+        "cpu_s": statistics.median(cpu),
+        "wall_s": statistics.median(wall),
+        "launch_s": launch_seconds,
+        "running": running,
+    }
 
 
 def main() -> int:
@@ -111,14 +137,17 @@ def main() -> int:
             results.append(result)
             print(
                 f"{size:>4} instances: coordinator CPU per cycle {result['cpu_s'] * 1000:7.1f} ms "
-                f"({result['cpu_s'] / size * 1000:5.2f} ms per instance), wall per cycle {result['wall_s']:.2f} s, "
+                f"({result['cpu_s'] / size * 1000:5.2f} ms per instance), wall per cycle "
+                f"{result['wall_s']:.2f} s, "
                 f"{result['running']} segments seen running, launching all took {result['launch_s']:.1f} s",
                 flush=True,
             )
     base, top = results[0], results[-1]
     print(
-        f"growth {base['size']} -> {top['size']} instances ({top['size'] / base['size']:.0f}x): CPU per cycle "
-        f"{top['cpu_s'] / base['cpu_s']:.1f}x, CPU per instance {top['cpu_s'] / top['size'] / (base['cpu_s'] / base['size']):.2f}x"
+        f"growth {base['size']} -> {top['size']} instances ({top['size'] / base['size']:.0f}x): CPU per "
+        "cycle "
+        f"{top['cpu_s'] / base['cpu_s']:.1f}x, CPU per instance "
+        f"{top['cpu_s'] / top['size'] / (base['cpu_s'] / base['size']):.2f}x"
     )
     return 0
 

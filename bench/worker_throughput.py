@@ -33,12 +33,20 @@ from inference.worker import DEFAULT_BATCH_SIZE, SegmentRun, WorkerConfig
 NO_CHECKPOINT = 10**9  # batches: larger than any segment, so the only part is written at the end
 
 
-def worker_run(classifier: Classifier, dataset: Path, rows: int, checkpoint_every: int) -> tuple[float, list[tuple[str, str, float]]]:  # fmt: skip
+def worker_run(
+    classifier: Classifier, dataset: Path, rows: int, checkpoint_every: int
+) -> tuple[float, list[tuple[str, str, float]]]:
     with tempfile.TemporaryDirectory() as output:
         config = WorkerConfig(
-            input_uri=str(dataset), start=0, stop=rows, segment_id="bench", output_prefix=output,
-            model="(preloaded)", checkpoint_every=checkpoint_every, poll_notices=False,
-        )  # fmt: skip
+            input_uri=str(dataset),
+            start=0,
+            stop=rows,
+            segment_id="bench",
+            output_prefix=output,
+            model="(preloaded)",
+            checkpoint_every=checkpoint_every,
+            poll_notices=False,
+        )
         store = open_store(output)
         heartbeat = HeartbeatWriter(store, Heartbeat("bench", "local", "local", "", rows))
         started = time.perf_counter()
@@ -107,7 +115,8 @@ def main() -> None:
         args.repeats,
     )
     print(
-        f"pipeline (baseline)    {len(texts) / pipeline_s:8.1f} rows/s  ({pipeline_s:.2f} s, median of {args.repeats})"
+        f"pipeline (baseline)    {len(texts) / pipeline_s:8.1f} rows/s  ({pipeline_s:.2f} s, median of "
+        f"{args.repeats})"
     )
     print(f"worker                 {len(texts) / worker_s:8.1f} rows/s  ({worker_s:.2f} s)")
     print(f"ratio worker/pipeline  {pipeline_s / worker_s:8.2f}x  (goal >= 1.5x)")

@@ -37,6 +37,6 @@ class CheckpointError(WorkerError):
 
 
 class Superseded(WorkerError):
-    """A later attempt claimed the segment's checkpoint (this one was presumed lost): stop and write nothing."""
+    """A later attempt claimed the segment's checkpoint (this one was presumed lost): stop, write nothing."""
 
     exit_code = EXIT_SUPERSEDED

@@ -119,7 +119,8 @@ class SegmentRun:
                 f"{self.store.uri}: checkpoint of {found.segment_id} was written for rows "
                 f"[{found.start}, {found.stop}), batch size {found.batch_size}, checkpoint every "
                 f"{found.checkpoint_every}; this run asks for [{fresh.start}, {fresh.stop}), "
-                f"{fresh.batch_size}, {fresh.checkpoint_every}. Use the same arguments or a new output prefix."
+                f"{fresh.batch_size}, {fresh.checkpoint_every}. Use the same arguments or a new output "
+                "prefix."
             )
         orphans = remove_orphan_parts(self.store, found)
         if orphans:
@@ -137,7 +138,8 @@ class SegmentRun:
             current = load_checkpoint(self.store, checkpoint.segment_id)
             if current is not None and current.attempt != checkpoint.attempt:
                 raise Superseded(
-                    f"segment {checkpoint.segment_id}: attempt {current.attempt!r} has claimed the checkpoint; "
+                    f"segment {checkpoint.segment_id}: attempt {current.attempt!r} has claimed the "
+                    "checkpoint; "
                     f"this attempt ({checkpoint.attempt!r}) stops without writing"
                 )
 
@@ -185,12 +187,20 @@ class SegmentRun:
         plan = plan_batches(lengths, c.batch_size, c.checkpoint_every)
         log.info(
             "segment %s rows [%d, %d): %d batches, resuming at batch %d (%d rows done)",
-            c.segment_id, c.start, c.stop, len(plan.batches), checkpoint.next_batch, checkpoint.rows_done,
-        )  # fmt: skip
+            c.segment_id,
+            c.start,
+            c.stop,
+            len(plan.batches),
+            checkpoint.next_batch,
+            checkpoint.rows_done,
+        )
         heartbeat.update(rows_done=checkpoint.rows_done, next_batch=checkpoint.next_batch)
         if self.stop.wait(0):  # told to stop while booting: nothing computed, nothing to save
-            log.info("stopping (%s) before the first batch; checkpoint at %d rows", self.stop.reason,
-                     checkpoint.rows_done)  # fmt: skip
+            log.info(
+                "stopping (%s) before the first batch; checkpoint at %d rows",
+                self.stop.reason,
+                checkpoint.rows_done,
+            )
             return WorkerOutcome("draining", checkpoint.rows_done, total, 0, 0)
 
         results: dict[int, tuple[str, float]] = {}
@@ -210,9 +220,13 @@ class SegmentRun:
             rows_done += len(batch.rows)
             log.info(
                 "batch %d/%d rows %d tokens<=%d time %.3fs rows/s %.1f",
-                batch.index + 1, len(plan.batches), len(batch.rows), max(lengths[o] for o in batch.rows),
-                elapsed, len(batch.rows) / elapsed if elapsed > 0 else 0.0,
-            )  # fmt: skip
+                batch.index + 1,
+                len(plan.batches),
+                len(batch.rows),
+                max(lengths[o] for o in batch.rows),
+                elapsed,
+                len(batch.rows) / elapsed if elapsed > 0 else 0.0,
+            )
             heartbeat.update(
                 rows_done=rows_done,
                 next_batch=batch.index + 1,
@@ -230,8 +244,12 @@ class SegmentRun:
                 part_first = batch.index + 1
                 results.clear()
             if stopping and not checkpoint.done:
-                log.info("stopping (%s) after batch %d; checkpoint at %d rows", self.stop.reason,
-                         batch.index + 1, checkpoint.rows_done)  # fmt: skip
+                log.info(
+                    "stopping (%s) after batch %d; checkpoint at %d rows",
+                    self.stop.reason,
+                    batch.index + 1,
+                    checkpoint.rows_done,
+                )
                 return WorkerOutcome("draining", checkpoint.rows_done, total, batches_run, truncated)
         if truncated:
             log.info("%d text(s) longer than %d tokens were truncated", truncated, c.max_length)
@@ -288,9 +306,12 @@ def build_parser() -> argparse.ArgumentParser:
     def option(name: str, kind: type = str, default: Any = None, help: str = "") -> None:
         value = _env_default(name, default)
         parser.add_argument(
-            f"--{name}", type=kind, default=None if value is None else kind(value),
-            required=value is None, help=help,
-        )  # fmt: skip
+            f"--{name}",
+            type=kind,
+            default=None if value is None else kind(value),
+            required=value is None,
+            help=help,
+        )
 
     option("input", help="URI of the Parquet dataset (s3://bucket/key or a path)")
     option("start", int, help="first row of the segment (0-based, inclusive)")
@@ -310,9 +331,11 @@ def build_parser() -> argparse.ArgumentParser:
     option("notice-poll-every", float, NOTICE_POLL_SECONDS, "seconds between interruption-notice polls")
     option("threads", int, 0, "torch threads (0: every usable CPU)")
     parser.add_argument(
-        "--no-notice-poll", action="store_true", default=_env_default("no-notice-poll") == "1",
+        "--no-notice-poll",
+        action="store_true",
+        default=_env_default("no-notice-poll") == "1",
         help="do not poll the metadata service (not on EC2 and no simulator)",
-    )  # fmt: skip
+    )
     return parser
 
 
@@ -364,9 +387,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("interrupted")
         return EXIT_INTERRUPTED
     log.info(
-        "%s: %d/%d rows, %d batches this attempt", outcome.state, outcome.rows_done, outcome.rows_total,
+        "%s: %d/%d rows, %d batches this attempt",
+        outcome.state,
+        outcome.rows_done,
+        outcome.rows_total,
         outcome.batches_run,
-    )  # fmt: skip
+    )
     return EXIT_DONE
 
 

@@ -40,10 +40,18 @@ def _money(value: float) -> str:
 
 def results_table(rows: list[ConfigRow]) -> Block:
     header = (
-        "configuration", "runs", "time mean / median / p90 (cloud min)", "cost per run mean (sd; min-max)",
-        "cost per 1,000 rows", "interruptions per run", "rows redone", "segments done / total",
-        "reliability (rows exactly once)", "savings vs on-demand", "deadlines met",
-    )  # fmt: skip
+        "configuration",
+        "runs",
+        "time mean / median / p90 (cloud min)",
+        "cost per run mean (sd; min-max)",
+        "cost per 1,000 rows",
+        "interruptions per run",
+        "rows redone",
+        "segments done / total",
+        "reliability (rows exactly once)",
+        "savings vs on-demand",
+        "deadlines met",
+    )
     body = tuple(
         (
             r.configuration,
@@ -95,7 +103,8 @@ def blocks(folder: RunsFolder, charts: dict[str, Path]) -> list[Block]:
             "start on spot and the rest on on-demand. Workers write output parts and a checkpoint every few "
             "batches and a heartbeat every second; on a spot notice a worker finishes its batch, checkpoints "
             "and stops. The coordinator sees the draining heartbeat, a stale heartbeat or the instance gone, "
-            "and relaunches the segment on on-demand from its checkpoint. At the end the parts are merged and "
+            "and relaunches the segment on on-demand from its checkpoint. At the end the parts are merged "
+            "and "
             "every input row must appear exactly once; every attempt is priced by the EC2 billing rule.",
         ),
         Block("code", STATE_DIAGRAM),
@@ -120,12 +129,17 @@ def blocks(folder: RunsFolder, charts: dict[str, Path]) -> list[Block]:
         Block(
             "bullets",
             items=(
-                f"Simulated time: cloud time ran {scale:g}x the wall clock and ten workers shared 2 CPU cores, so a "
-                "segment's minutes stand for a GPU instance's; inference, checkpoints and interruptions were real.",
-                f"Interruptions came from a model ({s.get('interruption_model')}), not from the market; real spot "
-                "capacity for GPUs is scarcer and burstier; `spotbatch simulate --trace` replays a recorded zone instead.",
+                f"Simulated time: cloud time ran {scale:g}x the wall clock and ten workers shared 2 CPU "
+                "cores, so a "
+                "segment's minutes stand for a GPU instance's; inference, checkpoints and interruptions "
+                "were real.",
+                f"Interruptions came from a model ({s.get('interruption_model')}), not from the market; "
+                "real spot "
+                "capacity for GPUs is scarcer and burstier; `spotbatch simulate --trace` replays a "
+                "recorded zone instead.",
                 "Prices: " + "; ".join(_prices(folder)) + ". Refresh them before trusting the dollars.",
-                "Short jobs: every relaunch pays a boot and a model load (60 s minimum billing); for jobs of a few "
+                "Short jobs: every relaunch pays a boot and a model load (60 s minimum billing); for jobs "
+                "of a few "
                 "minutes spot may not pay for its interruptions.",
                 "Real-time work: interruptions add minutes of delay; use on-demand where latency matters.",
             ),
@@ -201,7 +215,9 @@ def to_html(items: list[Block], out_dir: Path) -> str:
             body.append(f"<pre>{html.escape(b.text)}</pre>")
         elif b.kind == "image":
             data = base64.b64encode((out_dir / b.items[0]).read_bytes()).decode()
-            body.append(f'<figure><img alt="{html.escape(b.text)}" src="data:image/png;base64,{data}"><figcaption>{html.escape(b.text)}</figcaption></figure>')  # fmt: skip
+            caption = html.escape(b.text)
+            image = f'<img alt="{caption}" src="data:image/png;base64,{data}">'
+            body.append(f"<figure>{image}<figcaption>{caption}</figcaption></figure>")
         elif b.kind == "table":
             header, *rows = b.rows
             head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
@@ -211,11 +227,17 @@ def to_html(items: list[Block], out_dir: Path) -> str:
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>")
     style = (
         "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-        "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #bbb;padding:4px 8px;text-align:right}"
+        "table{border-collapse:collapse;font-size:90%}"
+        "td,th{border:1px solid #bbb;padding:4px 8px;text-align:right}"
         "td:first-child,th{text-align:left}pre{background:#f4f4f4;padding:8px;overflow-x:auto}img{max-width:100%}"
     )
     title = html.escape(items[0].text) if items else "spotbatch report"
-    return f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title><style>{style}</style></head><body>\n' + "\n".join(body) + "\n</body></html>\n"  # fmt: skip
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{title}</title><style>{style}</style></head><body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""The report's charts (matplotlib, Agg backend): titled, labelled with units, the same bytes for the same runs.
+"""The report's charts (matplotlib, Agg backend): titled, labelled with units, the same bytes for the same
+runs.
 
 cost_per_run.png     cost of every run by configuration (box + the runs as points)
 wall_time.png        time from the first launch to the last instance's end, by configuration
@@ -101,10 +102,22 @@ def hybrid_timeline(run: Run, path: Path) -> Path:
         handles=[
             Patch(color=COLOURS["spot"], label="spot attempt"),
             Patch(color=COLOURS["on-demand"], label="on-demand attempt"),
-            Line2D([], [], marker="x", color="#c44e52", linestyle="none", mew=2.2, label="interrupted (notice or lost)"),
+            Line2D(
+                [],
+                [],
+                marker="x",
+                color="#c44e52",
+                linestyle="none",
+                mew=2.2,
+                label="interrupted (notice or lost)",
+            ),
         ],
-        loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, fontsize=8, frameon=False,
-    )  # fmt: skip
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        ncol=3,
+        fontsize=8,
+        frameon=False,
+    )
     axes.grid(axis="x", alpha=0.3)
     return _save(figure, path)
 

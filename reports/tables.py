@@ -58,19 +58,27 @@ def config_row(configuration: str, runs: list[Run], on_demand_mean: float | None
     all_hours = spot_hours + sum(r.summary.on_demand_hours for r in runs)
     mean = statistics.mean(costs)
     return ConfigRow(
-        configuration=configuration, runs=len(runs), minutes_mean=statistics.mean(minutes),
-        minutes_median=statistics.median(minutes), minutes_p90=p90(minutes), cost_mean=mean,
-        cost_stdev=statistics.stdev(costs) if len(costs) > 1 else 0.0, cost_min=min(costs), cost_max=max(costs),
+        configuration=configuration,
+        runs=len(runs),
+        minutes_mean=statistics.mean(minutes),
+        minutes_median=statistics.median(minutes),
+        minutes_p90=p90(minutes),
+        cost_mean=mean,
+        cost_stdev=statistics.stdev(costs) if len(costs) > 1 else 0.0,
+        cost_min=min(costs),
+        cost_max=max(costs),
         cost_per_1000_rows=sum(costs) / rows_total * 1000 if rows_total else math.nan,
         interruptions_per_run=statistics.mean(r.summary.interruptions for r in runs),
         rows_redone=sum(r.summary.rows_redone for r in runs),
         segments_done=sum(int(r.record["segments_done"]) for r in runs),
         segments_total=sum(int(r.record["segments_total"]) for r in runs),
-        rows_once=sum(r.rows_exactly_once for r in runs), rows_total=rows_total,
+        rows_once=sum(r.rows_exactly_once for r in runs),
+        rows_total=rows_total,
         savings_pct=(on_demand_mean - mean) / on_demand_mean * 100 if on_demand_mean else None,
         spot_share=spot_hours / all_hours if all_hours else 0.0,
-        deadlines_met=sum(r.deadline_met is True for r in runs), deadlines_total=sum(r.deadline_met is not None for r in runs),
-    )  # fmt: skip
+        deadlines_met=sum(r.deadline_met is True for r in runs),
+        deadlines_total=sum(r.deadline_met is not None for r in runs),
+    )
 
 
 def config_rows(folder: RunsFolder) -> list[ConfigRow]:
@@ -110,7 +118,11 @@ def conclusions(rows: list[ConfigRow], settings: dict[str, object] | None = None
         if reliable
         else f"no configuration reached {RELIABILITY_TARGET_PCT:g}% reliability; it is the cheapest of them"
     )
-    savings_met = {r.configuration: (r.savings_pct or 0.0) >= SAVINGS_TARGET_PCT for r in rows if r.configuration != "on-demand"}  # fmt: skip
+    savings_met = {
+        r.configuration: (r.savings_pct or 0.0) >= SAVINGS_TARGET_PCT
+        for r in rows
+        if r.configuration != "on-demand"
+    }
     reliability_met = {r.configuration: r.reliability_pct >= RELIABILITY_TARGET_PCT for r in rows}
     share = configured_spot_share(best.configuration, settings or {})
     lines = [
@@ -118,7 +130,10 @@ def conclusions(rows: list[ConfigRow], settings: dict[str, object] | None = None
         f"starting on spot; {best.spot_share:.0%} of its billed hours were on spot."
     ]
     if best.savings_pct is not None:
-        lines.append(f"Expected savings against all on-demand: **{best.savings_pct:.1f}%** per run (mean over {best.runs} run(s)).")  # fmt: skip
+        lines.append(
+            f"Expected savings against all on-demand: **{best.savings_pct:.1f}%** per run (mean over "
+            f"{best.runs} run(s))."
+        )
     for r in rows:
         if r.configuration == "on-demand":
             continue
@@ -131,13 +146,16 @@ def conclusions(rows: list[ConfigRow], settings: dict[str, object] | None = None
         if r.deadlines_total:
             lines.append(
                 f"Deadline for {r.configuration}: met in {r.deadlines_met} of {r.deadlines_total} runs "
-                f"(the deadline is {(settings or {}).get('deadline_factor', '?')}x the mean on-demand job time of the "
+                f"(the deadline is {(settings or {}).get('deadline_factor', '?')}x the mean on-demand job "
+                "time of the "
                 "matrix unless a fixed one was given)."
             )
     for r in rows:
         verdict = "met" if reliability_met[r.configuration] else "not met"
         lines.append(
-            f"Reliability target (>= {RELIABILITY_TARGET_PCT:g}% of rows exactly once) for {r.configuration}: "
-            f"{r.reliability_pct:.2f}% ({r.rows_once}/{r.rows_total} rows, {r.segments_done}/{r.segments_total} segments), {verdict}."
+            f"Reliability target (>= {RELIABILITY_TARGET_PCT:g}% of rows exactly once) for "
+            f"{r.configuration}: "
+            f"{r.reliability_pct:.2f}% ({r.rows_once}/{r.rows_total} rows, "
+            f"{r.segments_done}/{r.segments_total} segments), {verdict}."
         )
     return Conclusions(best.configuration, reason, best.savings_pct, savings_met, reliability_met, lines)

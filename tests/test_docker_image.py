@@ -57,15 +57,34 @@ def test_dockerignore_keeps_secrets_state_and_venvs_out() -> None:
                 verdict = not negate
         return verdict
 
-    for path in (".venv/bin/python", ".env", "runs/budget/spend_log.jsonl", "build/data/movie_sentences.parquet", ".git/config", "inference/.env", "coordinator/id.pem"):  # fmt: skip
+    for path in (
+        ".venv/bin/python",
+        ".env",
+        "runs/budget/spend_log.jsonl",
+        "build/data/movie_sentences.parquet",
+        ".git/config",
+        "inference/.env",
+        "coordinator/id.pem",
+    ):
         assert ignored(path), path
-    for path in ("inference/worker.py", "pyproject.toml", "docker/entrypoint.sh", "build/models/minilm-sentiment/config.json"):  # fmt: skip
+    for path in (
+        "inference/worker.py",
+        "pyproject.toml",
+        "docker/entrypoint.sh",
+        "build/models/minilm-sentiment/config.json",
+    ):
         assert not ignored(path), path
 
 
 def test_entrypoint_runs_the_worker_help() -> None:
     # the image's `python` is the one the project is installed in; here that is this venv's
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    result = subprocess.run(["sh", str(ROOT / "docker" / "entrypoint.sh"), "--help"], capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    result = subprocess.run(
+        ["sh", str(ROOT / "docker" / "entrypoint.sh"), "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert "SPOTBATCH_<OPTION>" in result.stdout and "--segment-id" in result.stdout

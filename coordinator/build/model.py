@@ -113,7 +113,7 @@ def build_sentiment_model(
             encoded = tokenizer(
                 [s.text for s in batch], padding=True, truncation=True, max_length=TRAIN_MAX_LENGTH,
                 return_tensors="pt",
-            )  # fmt: skip
+            )
             labels = torch.tensor([label2id[s.label] for s in batch])
             loss = model(**encoded, labels=labels).loss
             loss.backward()
@@ -151,7 +151,7 @@ def build_tiny_model(output_dir: Path, *, layers: int = 2, width: int = 128, see
         vocab_size=tokenizer.vocab_size, hidden_size=width, num_hidden_layers=layers,
         num_attention_heads=max(1, width // 64), intermediate_size=width * 4, max_position_embeddings=512,
         num_labels=len(LABELS), id2label=id2label, label2id=label2id,
-    )  # fmt: skip
+    )
     model = BertForSequenceClassification(config).eval()  # type: ignore[no-untyped-call]
     output_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(output_dir)
@@ -159,6 +159,6 @@ def build_tiny_model(output_dir: Path, *, layers: int = 2, width: int = 128, see
     card = ModelCard(
         name=f"tiny-bert-{layers}x{width}", base="random initialisation", train_rows=0, eval_rows=0,
         eval_accuracy=None, train_seconds=0.0, notes=f"seed {seed}; predictions are meaningless, only fast",
-    )  # fmt: skip
+    )
     _write_card(output_dir, card)
     return card

@@ -49,9 +49,14 @@ def _parse(field: str, value: str) -> datetime:
 
 
 def price_burst(
-    rate_per_gpu_hr: float, gpu_count: int, boot_utc_iso: str, teardown_utc_iso: str, provider: str,
-    instance_type: str, billing: BillingRule = PER_MINUTE,
-) -> BurstCost:  # fmt: skip
+    rate_per_gpu_hr: float,
+    gpu_count: int,
+    boot_utc_iso: str,
+    teardown_utc_iso: str,
+    provider: str,
+    instance_type: str,
+    billing: BillingRule = PER_MINUTE,
+) -> BurstCost:
     if not rate_per_gpu_hr > 0:
         raise BurstCostError(f"rate_per_gpu_hr={rate_per_gpu_hr} must be positive")
     if gpu_count < 1:
@@ -61,16 +66,31 @@ def price_burst(
         raise BurstCostError(f"teardown {teardown_utc_iso} is before boot {boot_utc_iso}")
     seconds = billed_seconds(billing, boot.timestamp(), teardown.timestamp())
     return BurstCost(
-        provider, instance_type, gpu_count, rate_per_gpu_hr, boot_utc_iso, teardown_utc_iso, billing.name,
-        round(seconds / 3600, 6), round(cost_usd(rate_per_gpu_hr * gpu_count, seconds), 6),
-    )  # fmt: skip
+        provider,
+        instance_type,
+        gpu_count,
+        rate_per_gpu_hr,
+        boot_utc_iso,
+        teardown_utc_iso,
+        billing.name,
+        round(seconds / 3600, 6),
+        round(cost_usd(rate_per_gpu_hr * gpu_count, seconds), 6),
+    )
 
 
 def log_burst_cost(
-    rate_per_gpu_hr: float, gpu_count: int, boot_utc_iso: str, teardown_utc_iso: str, provider: str,
-    instance_type: str, *, ledger_path: Path, tracking_uri: str | None, run_name: str = "burst",
+    rate_per_gpu_hr: float,
+    gpu_count: int,
+    boot_utc_iso: str,
+    teardown_utc_iso: str,
+    provider: str,
+    instance_type: str,
+    *,
+    ledger_path: Path,
+    tracking_uri: str | None,
+    run_name: str = "burst",
     billing: BillingRule = PER_MINUTE,
-) -> BurstCost:  # fmt: skip
+) -> BurstCost:
     cost = price_burst(
         rate_per_gpu_hr, gpu_count, boot_utc_iso, teardown_utc_iso, provider, instance_type, billing
     )
@@ -87,8 +107,14 @@ def _log_mlflow(cost: BurstCost, tracking_uri: str, run_name: str) -> None:
 
     with use_experiment("spotbatch-burst", tracking_uri), mlflow.start_run(run_name=run_name):
         mlflow.log_params(
-            {"provider": cost.provider, "instance_type": cost.instance_type, "gpu_count": cost.gpu_count,
-             "rate_per_gpu_hr": cost.rate_per_gpu_hr, "boot_utc": cost.boot_utc, "teardown_utc": cost.teardown_utc,
-             "billing": cost.billing}
-        )  # fmt: skip
+            {
+                "provider": cost.provider,
+                "instance_type": cost.instance_type,
+                "gpu_count": cost.gpu_count,
+                "rate_per_gpu_hr": cost.rate_per_gpu_hr,
+                "boot_utc": cost.boot_utc,
+                "teardown_utc": cost.teardown_utc,
+                "billing": cost.billing,
+            }
+        )
         mlflow.log_metrics({"billable_hours": cost.billable_hours, "cost_usd": cost.cost_usd})

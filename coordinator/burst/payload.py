@@ -79,14 +79,20 @@ def lock_names(payload: Path) -> list[str]:
 
 
 def local_fingerprint(python: str, names: list[str]) -> dict[str, str | None]:
-    done = subprocess.run([python, "-", *names], input=FINGERPRINT_SCRIPT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [python, "-", *names], input=FINGERPRINT_SCRIPT, capture_output=True, text=True, timeout=120
+    )
     if done.returncode != 0:
         raise PayloadError(f"fingerprint with {python} failed: {done.stderr.strip()[-300:]}")
     return dict(json.loads(done.stdout))
 
 
 def differences(local: dict[str, str | None], remote: dict[str, str | None]) -> list[str]:
-    return [f"{field}: {local.get(field)} here, {remote.get(field)} on the box" for field in COMPARED if local.get(field) != remote.get(field)]  # fmt: skip
+    return [
+        f"{field}: {local.get(field)} here, {remote.get(field)} on the box"
+        for field in COMPARED
+        if local.get(field) != remote.get(field)
+    ]
 
 
 def build_payload(out: Path, *, model_dir: Path, dataset: Path, rows: int) -> Path:

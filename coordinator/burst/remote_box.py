@@ -6,7 +6,8 @@ forwarding. Every call has a timeout; a non-zero exit raises `RemoteError` with 
 
 Usage::
 
-    box = RemoteBox(host="203.0.113.7", user="ubuntu", key=Path("~/.ssh/lambda"), known_hosts=run / "known_hosts")
+    box = RemoteBox(host="203.0.113.7", user="ubuntu", key=Path("~/.ssh/lambda"),
+                    known_hosts=run / "known_hosts")
     box.run("nvidia-smi -L")
     box.send(payload, files, "spotbatch-burst/run1/payload")
     box.fetch(["spotbatch-burst/run1/payload/outputs"], run / "artifacts")
@@ -36,10 +37,25 @@ class RemoteBox:
 
     def ssh_options(self) -> list[str]:
         return [
-            "-i", str(self.key), "-p", str(self.port), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
-            "-o", f"ConnectTimeout={CONNECT_TIMEOUT_SECONDS}", "-o", "StrictHostKeyChecking=accept-new",
-            "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "ForwardAgent=no", "-o", "LogLevel=ERROR",
-        ]  # fmt: skip
+            "-i",
+            str(self.key),
+            "-p",
+            str(self.port),
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            f"ConnectTimeout={CONNECT_TIMEOUT_SECONDS}",
+            "-o",
+            "StrictHostKeyChecking=accept-new",
+            "-o",
+            f"UserKnownHostsFile={self.known_hosts}",
+            "-o",
+            "ForwardAgent=no",
+            "-o",
+            "LogLevel=ERROR",
+        ]
 
     @property
     def target(self) -> str:
@@ -84,7 +100,11 @@ class RemoteBox:
         listing = "\n".join(files) + "\n"
         list_path = self.known_hosts.parent / "send-files.txt"
         list_path.write_text(listing, encoding="utf-8")
-        self._rsync([f"--files-from={list_path}", f"{local_dir}/", f"{self.target}:{remote_dir}/"], f"to {self.target}:{remote_dir}", timeout)  # fmt: skip
+        self._rsync(
+            [f"--files-from={list_path}", f"{local_dir}/", f"{self.target}:{remote_dir}/"],
+            f"to {self.target}:{remote_dir}",
+            timeout,
+        )
 
     def fetch(self, remote_paths: Sequence[str], local_dir: Path, *, timeout: float = 1_800.0) -> None:
         local_dir.mkdir(parents=True, exist_ok=True)

@@ -43,11 +43,30 @@ def main() -> int:
     started = time.monotonic()
     with open(here / "logs" / f"{kind}.log", "w", encoding="utf-8") as log:
         code = subprocess.call(
-            [sys.executable, "-m", "inference.worker", "--input", str(data), "--start", "0", "--stop", str(stop),
-             "--segment-id", kind, "--output-prefix", str(out), "--model", str(here / "model"),
-             "--batch-size", str(BATCH_SIZE), "--no-notice-poll"],
-            cwd=here, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "inference.worker",
+                "--input",
+                str(data),
+                "--start",
+                "0",
+                "--stop",
+                str(stop),
+                "--segment-id",
+                kind,
+                "--output-prefix",
+                str(out),
+                "--model",
+                str(here / "model"),
+                "--batch-size",
+                str(BATCH_SIZE),
+                "--no-notice-poll",
+            ],
+            cwd=here,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     seconds = time.monotonic() - started
     if code != 0:
         print(f"burst_job: the worker exited {code}; see logs/{kind}.log", file=sys.stderr)
@@ -64,8 +83,13 @@ def main() -> int:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     except ImportError:
         pass
-    metrics = {"kind": kind, "rows": len(predictions), "seconds": round(seconds, 3),
-               "rows_per_s": round(len(predictions) / seconds, 2) if seconds else 0.0, "device": device}  # fmt: skip
+    metrics = {
+        "kind": kind,
+        "rows": len(predictions),
+        "seconds": round(seconds, 3),
+        "rows_per_s": round(len(predictions) / seconds, 2) if seconds else 0.0,
+        "device": device,
+    }
     (here / f"metrics-{kind}.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(metrics))
     return 0

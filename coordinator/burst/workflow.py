@@ -120,7 +120,8 @@ class BurstPlan:
     def describe(self) -> str:
         return (
             f"burst {self.name}: {self.provider} {self.instance_type} ({self.gpus} GPU) in {self.region} at "
-            f"${self.rate_per_gpu_hour:.2f}/GPU-h (price of {self.price_date}), planned {self.planned_hours:g} h -> "
+            f"${self.rate_per_gpu_hour:.2f}/GPU-h (price of {self.price_date}), planned "
+            f"{self.planned_hours:g} h -> "
             f"estimate ${self.estimate_usd:.2f} (+{ESTIMATE_MARGIN:.0%} margin); payload {self.payload}; "
             f"smoke `{self.smoke_command}`, job `{self.job_command}`; pull back {', '.join(self.artifacts)} "
             f"(cap {self.artifact_cap_bytes / 2**20:.0f} MiB); then terminate, confirm gone, log the cost"
@@ -186,11 +187,34 @@ def _now_iso() -> str:
 def preflight(plan: BurstPlan, cloud: GpuCloud, guard: BudgetGuard) -> list[CheckResult]:
     results = [check_budget_headroom(guard, plan.estimate_usd)]
     age = (datetime.now(UTC).date() - plan.price_date).days
-    results.append(CheckResult("price-of-the-day", age <= PRICE_MAX_AGE_DAYS, f"${plan.rate_per_gpu_hour:.2f}/GPU-h dated {plan.price_date} ({age} days old, limit {PRICE_MAX_AGE_DAYS})"))  # fmt: skip
+    results.append(
+        CheckResult(
+            "price-of-the-day",
+            age <= PRICE_MAX_AGE_DAYS,
+            f"${plan.rate_per_gpu_hour:.2f}/GPU-h dated {plan.price_date} ({age} days old, limit "
+            f"{PRICE_MAX_AGE_DAYS})",
+        )
+    )
     problems = check_payload(plan.payload, BURST_ALLOW)
-    results.append(CheckResult("sync-allow-list", not problems, "; ".join(problems[:5]) or f"{plan.payload}: every file on the allow-list"))  # fmt: skip
-    strays = [f"{i.id} ({i.name}, {i.status})" for i in cloud.instances() if i.name.startswith(BURST_PREFIX) and i.status not in GONE]  # fmt: skip
-    results.append(CheckResult("no-stray-instances", not strays, f"burst boxes alive: {', '.join(strays)}" if strays else "no burst box is alive"))  # fmt: skip
+    results.append(
+        CheckResult(
+            "sync-allow-list",
+            not problems,
+            "; ".join(problems[:5]) or f"{plan.payload}: every file on the allow-list",
+        )
+    )
+    strays = [
+        f"{i.id} ({i.name}, {i.status})"
+        for i in cloud.instances()
+        if i.name.startswith(BURST_PREFIX) and i.status not in GONE
+    ]
+    results.append(
+        CheckResult(
+            "no-stray-instances",
+            not strays,
+            f"burst boxes alive: {', '.join(strays)}" if strays else "no burst box is alive",
+        )
+    )
     offer = cloud.instance_types().get(plan.instance_type)
     if offer is None:
         results.append(CheckResult("capacity", False, f"{plan.provider} sells no {plan.instance_type}"))
@@ -201,7 +225,14 @@ def preflight(plan: BurstPlan, cloud: GpuCloud, guard: BudgetGuard) -> list[Chec
     return results
 
 
-def run_burst(plan: BurstPlan, cloud: GpuCloud, guard: BudgetGuard, *, tracking_uri: str | None, out: TextIO | None = None) -> BurstOutcome:  # fmt: skip
+def run_burst(
+    plan: BurstPlan,
+    cloud: GpuCloud,
+    guard: BudgetGuard,
+    *,
+    tracking_uri: str | None,
+    out: TextIO | None = None,
+) -> BurstOutcome:
     plan.run_dir.mkdir(parents=True, exist_ok=True)
     step = StepLog(plan.run_dir / "burst.log", out)
     step(plan.describe())
@@ -211,10 +242,23 @@ def run_burst(plan: BurstPlan, cloud: GpuCloud, guard: BudgetGuard, *, tracking_
     require_preflight(results)
     guard.authorize(plan.label, plan.estimate_usd)
     step(f"budget guard: authorized ${plan.estimate_usd:.2f} ({guard.remaining:.2f} left of the ceiling)")
-    state = BurstState(plan.name, plan.provider, plan.instance_type, plan.region, plan.gpus, plan.rate_per_gpu_hour, plan.label)  # fmt: skip
+    state = BurstState(
+        plan.name,
+        plan.provider,
+        plan.instance_type,
+        plan.region,
+        plan.gpus,
+        plan.rate_per_gpu_hour,
+        plan.label,
+    )
     state.save(plan.run_dir)
     try:
-        launched = cloud.launch(instance_type=plan.instance_type, region=plan.region, ssh_key_name=plan.ssh_key_name, name=plan.name)  # fmt: skip
+        launched = cloud.launch(
+            instance_type=plan.instance_type,
+            region=plan.region,
+            ssh_key_name=plan.ssh_key_name,
+            name=plan.name,
+        )
         state.instance_id, state.boot_utc, state.status = (
             launched.instance_id,
             launched.requested_at,
@@ -222,7 +266,8 @@ def run_burst(plan: BurstPlan, cloud: GpuCloud, guard: BudgetGuard, *, tracking_
         )
         state.save(plan.run_dir)
         step(
-            f"launched {launched.instance_id} at {launched.requested_at} (provider's clock); recorded in instance.json"
+            f"launched {launched.instance_id} at {launched.requested_at} (provider's clock); recorded in "
+            "instance.json"
         )
         _work_on_the_box(plan, cloud, state, step)
     except LaunchUnconfirmed as error:
@@ -256,19 +301,35 @@ def _work_on_the_box(
             ip = box.ip
             break
         if time.monotonic() > deadline:
-            raise BurstFailed(f"{state.instance_id} not active within {plan.boot_timeout:g} s (status {box.status if box else 'gone'})")  # fmt: skip
+            raise BurstFailed(
+                f"{state.instance_id} not active within {plan.boot_timeout:g} s (status "
+                f"{box.status if box else 'gone'})"
+            )
         time.sleep(plan.poll_seconds)
-    remote = RemoteBox(host=ip, user=plan.ssh_user, key=plan.ssh_private_key, known_hosts=plan.run_dir / "known_hosts", port=plan.ssh_port)  # fmt: skip
+    remote = RemoteBox(
+        host=ip,
+        user=plan.ssh_user,
+        key=plan.ssh_private_key,
+        known_hosts=plan.run_dir / "known_hosts",
+        port=plan.ssh_port,
+    )
     while not remote.reachable():
         if time.monotonic() > deadline:
-            raise BurstFailed(f"{state.instance_id} active at {ip} but SSH did not answer within {plan.boot_timeout:g} s")  # fmt: skip
+            raise BurstFailed(
+                f"{state.instance_id} active at {ip} but SSH did not answer within {plan.boot_timeout:g} s"
+            )
         time.sleep(plan.poll_seconds)
     step(f"{state.instance_id} active at {ip}, SSH answers")
 
     names = lock_names(plan.payload)
     here = local_fingerprint(plan.local_python, names)
-    there = json.loads(remote.run(f"{plan.remote_python} - {' '.join(names)}", stdin=FINGERPRINT_SCRIPT, timeout=120).stdout)  # fmt: skip
-    step(f"parity: here python {here['python']} torch {here['torch']} cuda {here['cuda']}; box python {there['python']} torch {there['torch']} cuda {there['cuda']} driver {there['driver']}")  # fmt: skip
+    there = json.loads(
+        remote.run(f"{plan.remote_python} - {' '.join(names)}", stdin=FINGERPRINT_SCRIPT, timeout=120).stdout
+    )
+    step(
+        f"parity: here python {here['python']} torch {here['torch']} cuda {here['cuda']}; box python "
+        f"{there['python']} torch {there['torch']} cuda {there['cuda']} driver {there['driver']}"
+    )
     differ = differences(here, there)
     if differ:
         raise ParityMismatch("parity check failed, run void: " + "; ".join(differ))
@@ -282,21 +343,37 @@ def _work_on_the_box(
     remote.send(plan.payload, files, plan.remote_dir)
 
     python = shlex.quote(plan.remote_python)
-    for what, command, timeout in (("smoke run", plan.smoke_command, SMOKE_TIMEOUT_SECONDS), ("job", plan.job_command, None)):  # fmt: skip
+    for what, command, timeout in (
+        ("smoke run", plan.smoke_command, SMOKE_TIMEOUT_SECONDS),
+        ("job", plan.job_command, None),
+    ):
         started = time.monotonic()
-        done = remote.run(f"cd {shlex.quote(plan.remote_dir)} && {command.format(python=python)}", timeout=timeout or 3_600 * max(plan.planned_hours, 0.1) * 2)  # fmt: skip
+        done = remote.run(
+            f"cd {shlex.quote(plan.remote_dir)} && {command.format(python=python)}",
+            timeout=timeout or 3_600 * max(plan.planned_hours, 0.1) * 2,
+        )
         step(f"{what}: ok in {time.monotonic() - started:.1f} s: {done.stdout.strip()[-300:]}")
 
     quoted = " ".join(shlex.quote(f"{plan.remote_dir}/{a}") for a in plan.artifacts)
     sizes = remote.run(f"du -sbc {quoted} 2>/dev/null | tail -n 1", timeout=60, check=False).stdout.split()
     total = int(sizes[0]) if sizes and sizes[0].isdigit() else 0
     if total > plan.artifact_cap_bytes:
-        raise BurstFailed(f"artifacts are {total / 1e6:.1f} MB, over the {plan.artifact_cap_bytes / 1e6:.0f} MB cap: not pulled back")  # fmt: skip
+        raise BurstFailed(
+            f"artifacts are {total / 1e6:.1f} MB, over the {plan.artifact_cap_bytes / 1e6:.0f} MB cap: not "
+            "pulled back"
+        )
     remote.fetch([f"{plan.remote_dir}/{a}" for a in plan.artifacts], plan.run_dir / "artifacts")
     step(f"pulled back {', '.join(plan.artifacts)} ({total / 1e3:.1f} kB) to {plan.run_dir / 'artifacts'}")
 
 
-def teardown(run_dir: Path, cloud: GpuCloud, guard: BudgetGuard, step: Callable[[str], None], *, tracking_uri: str | None) -> BurstCost | None:  # fmt: skip
+def teardown(
+    run_dir: Path,
+    cloud: GpuCloud,
+    guard: BudgetGuard,
+    step: Callable[[str], None],
+    *,
+    tracking_uri: str | None,
+) -> BurstCost | None:
     """Terminate, confirm gone, price and record. Idempotent: a second call after success does nothing new."""
     state = BurstState.load(run_dir)
     if state.instance_id is None:
@@ -320,9 +397,16 @@ def teardown(run_dir: Path, cloud: GpuCloud, guard: BudgetGuard, step: Callable[
     if state.status == "cost-logged" or state.boot_utc is None or state.teardown_utc is None:
         return None
     cost = log_burst_cost(
-        state.rate_per_gpu_hour, state.gpus, state.boot_utc, state.teardown_utc, state.provider, state.instance_type,
-        ledger_path=run_dir / "ledger.jsonl", tracking_uri=tracking_uri, run_name=state.name,
-    )  # fmt: skip
+        state.rate_per_gpu_hour,
+        state.gpus,
+        state.boot_utc,
+        state.teardown_utc,
+        state.provider,
+        state.instance_type,
+        ledger_path=run_dir / "ledger.jsonl",
+        tracking_uri=tracking_uri,
+        run_name=state.name,
+    )
     reserved = guard.state().open_reservations.get(state.label)
     estimate = reserved[0] if reserved else None
     guard.record_actual(state.label, cost.cost_usd)
@@ -330,8 +414,12 @@ def teardown(run_dir: Path, cloud: GpuCloud, guard: BudgetGuard, step: Callable[
     state.save(run_dir)
     check = ""
     if estimate:
-        check = f"; estimate ${estimate:.2f}: {'OVER the estimate' if cost.cost_usd > estimate * COST_TOLERANCE else 'within it'}"
-    step(f"cost: {cost.billable_hours:.4f} billable h ({cost.billing}) x ${state.rate_per_gpu_hour:.2f} x {state.gpus} GPU = ${cost.cost_usd:.4f}{check}; ledger {run_dir / 'ledger.jsonl'}")  # fmt: skip
+        over = cost.cost_usd > estimate * COST_TOLERANCE
+        check = f"; estimate ${estimate:.2f}: {'OVER the estimate' if over else 'within it'}"
+    step(
+        f"cost: {cost.billable_hours:.4f} billable h ({cost.billing}) x ${state.rate_per_gpu_hour:.2f} x "
+        f"{state.gpus} GPU = ${cost.cost_usd:.4f}{check}; ledger {run_dir / 'ledger.jsonl'}"
+    )
     return cost
 
 
@@ -359,15 +447,21 @@ def _confirm_gone(cloud: GpuCloud, instance_id: str, step: Callable[[str], None]
         listed = [i for i in cloud.instances() if i.id == instance_id and i.status not in GONE]
         if (box is None or box.status in GONE) and not listed:
             step(
-                f"re-listed: {instance_id} is {box.status if box else 'not found'} and not among the live boxes"
+                f"re-listed: {instance_id} is {box.status if box else 'not found'} and not among the live "
+                "boxes"
             )
             return
         if time.monotonic() > deadline:
-            raise BurstFailed(f"{instance_id} still {box.status if box else 'listed'} {GONE_TIMEOUT_SECONDS:g} s after terminate")  # fmt: skip
+            raise BurstFailed(
+                f"{instance_id} still {box.status if box else 'listed'} {GONE_TIMEOUT_SECONDS:g} s after "
+                "terminate"
+            )
         time.sleep(1.0)
 
 
-def burst_down(run_dir: Path, cloud: GpuCloud, guard: BudgetGuard, *, tracking_uri: str | None, out: TextIO | None = None) -> BurstCost | None:  # fmt: skip
+def burst_down(
+    run_dir: Path, cloud: GpuCloud, guard: BudgetGuard, *, tracking_uri: str | None, out: TextIO | None = None
+) -> BurstCost | None:
     """Teardown of a run whose process is gone, from its `instance.json`."""
     step = StepLog(run_dir / "burst.log", out)
     step(f"burst down: {run_dir / 'instance.json'}")

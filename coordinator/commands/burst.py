@@ -1,6 +1,6 @@
 """`spotbatch burst`: one rented GPU box (Lambda Cloud) from launch to confirmed-gone, cost on the record.
 
-    spotbatch burst payload [--rows 2000]           build the allow-listed payload folder (build/burst-payload)
+    spotbatch burst payload [--rows 2000]           build the allow-listed payload (build/burst-payload)
     spotbatch burst --ssh-key-name me --ssh-key ~/.ssh/lambda [--instance-type ...] [--hours 0.5]
     spotbatch burst --stand-in                      the same round trip against local stand-ins: Lambda's
                                                     API served on 127.0.0.1 and a local sshd as the box
@@ -39,9 +39,11 @@ DEFAULT_HOURS = (
 
 def add_parser(commands: Subcommands) -> None:
     burst = commands.add_parser(
-        "burst", help="rent one GPU box (Lambda Cloud): launch, parity, sync, smoke, job, pull back, terminate",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+        "burst",
+        help="rent one GPU box (Lambda Cloud): launch, parity, sync, smoke, job, pull back, terminate",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     burst.add_argument(
         "--payload", type=Path, default=None, help="allow-listed folder (default build/burst-payload)"
     )
@@ -79,7 +81,12 @@ def payload_command(args: argparse.Namespace) -> int:
     from coordinator.burst.payload import build_payload
 
     out = args.out or build_dir() / "burst-payload"
-    build_payload(out, model_dir=args.model or default_model_dir(), dataset=args.dataset or default_dataset_path(), rows=args.rows)  # fmt: skip
+    build_payload(
+        out,
+        model_dir=args.model or default_model_dir(),
+        dataset=args.dataset or default_dataset_path(),
+        rows=args.rows,
+    )
     files = [p for p in out.rglob("*") if p.is_file()]
     print(f"payload {out}: {len(files)} files, {sum(p.stat().st_size for p in files) / 1e6:.1f} MB")
     return 0
@@ -112,17 +119,28 @@ def burst_command(args: argparse.Namespace) -> int:
     payload = (args.payload or build_dir() / "burst-payload").resolve()
     table_row = PriceTable.load().lookup("lambda", "us", args.instance_type, "on-demand")
     plan = BurstPlan(
-        name=name, provider="lambda", instance_type=args.instance_type, region=args.region, gpus=table_row.gpus,
-        rate_per_gpu_hour=table_row.usd_per_hour, price_date=table_row.snapshot_date, planned_hours=args.hours,
-        payload=payload, ssh_key_name=args.ssh_key_name or "", ssh_private_key=args.ssh_key or Path("-"),
-        run_dir=run_dir, ssh_user=args.ssh_user, remote_python=args.remote_python,
+        name=name,
+        provider="lambda",
+        instance_type=args.instance_type,
+        region=args.region,
+        gpus=table_row.gpus,
+        rate_per_gpu_hour=table_row.usd_per_hour,
+        price_date=table_row.snapshot_date,
+        planned_hours=args.hours,
+        payload=payload,
+        ssh_key_name=args.ssh_key_name or "",
+        ssh_private_key=args.ssh_key or Path("-"),
+        run_dir=run_dir,
+        ssh_user=args.ssh_user,
+        remote_python=args.remote_python,
         overrides=parse_overrides(args.override),
-    )  # fmt: skip
+    )
     if args.boot_timeout is not None:
         plan = replace(plan, boot_timeout=args.boot_timeout)
     if args.dry_run:
         print(
-            "dry run (nothing is launched, authorized or written); prices from the table, the run uses the live ones:"
+            "dry run (nothing is launched, authorized or written); prices from the table, the run uses the "
+            "live ones:"
         )
         print(plan.describe())
         return 0
@@ -136,9 +154,15 @@ def burst_command(args: argparse.Namespace) -> int:
             box = stack.enter_context(LocalSshd(run_dir / "box"))
             cloud = LambdaCloud(api_key=key, base_url=api.api_url, backoff_seconds=0.2)
             plan = replace(
-                plan, ssh_key_name="standin-key", ssh_private_key=box.client_key, ssh_user=box.user, ssh_port=box.port,
-                remote_python=sys.executable, remote_root=str(run_dir / "box" / "home"), poll_seconds=0.2,
-            )  # fmt: skip
+                plan,
+                ssh_key_name="standin-key",
+                ssh_private_key=box.client_key,
+                ssh_user=box.user,
+                ssh_port=box.port,
+                remote_python=sys.executable,
+                remote_root=str(run_dir / "box" / "home"),
+                poll_seconds=0.2,
+            )
             spend_log = run_dir / "spend_log.jsonl"  # simulated dollars stay out of the real spend log
             print(f"stand-ins: Lambda API {api.api_url}, box {box.user}@127.0.0.1:{box.port}")
         else:
@@ -152,7 +176,12 @@ def burst_command(args: argparse.Namespace) -> int:
             spend_log = spend_log_path()
         offer = cloud.instance_types().get(plan.instance_type)
         if offer is not None:  # the price of the day, from the provider itself
-            plan = replace(plan, rate_per_gpu_hour=offer.usd_per_gpu_hour, gpus=offer.gpus, price_date=datetime.now(UTC).date())  # fmt: skip
+            plan = replace(
+                plan,
+                rate_per_gpu_hour=offer.usd_per_gpu_hour,
+                gpus=offer.gpus,
+                price_date=datetime.now(UTC).date(),
+            )
         guard = budget_guard(args, spend_log=spend_log)
         started = time.monotonic()
         try:
@@ -163,7 +192,8 @@ def burst_command(args: argparse.Namespace) -> int:
             return 1
         cost = f"${outcome.cost.cost_usd:.4f}" if outcome.cost else "$0"
         print(
-            f"burst {name}: done in {time.monotonic() - started:.1f} s, {cost}; artifacts in {outcome.artifacts}"
+            f"burst {name}: done in {time.monotonic() - started:.1f} s, {cost}; artifacts in "
+            f"{outcome.artifacts}"
         )
     return 0
 

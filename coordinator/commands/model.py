@@ -1,4 +1,4 @@
-"""`spotbatch model build`: fine-tune the offline MiniLM sentiment classifier, or build the tiny test model."""
+"""`spotbatch model build`: fine-tune the offline MiniLM sentiment classifier, or build the tiny model."""
 
 from __future__ import annotations
 

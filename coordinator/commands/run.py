@@ -38,9 +38,11 @@ def add_parser(commands: Subcommands) -> None:
     run.add_argument("--rows", type=int, required=True, help="rows in the dataset")
     run.add_argument("--segments", type=int, default=10)
     run.add_argument(
-        "--policy", default="hybrid",
-        help="on-demand, spot-only, hybrid, or a deadline policy (deadline, greedy, safety-greedy, uniform-progress)",
-    )  # fmt: skip
+        "--policy",
+        default="hybrid",
+        help="on-demand, spot-only, hybrid, or a deadline policy "
+        "(deadline, greedy, safety-greedy, uniform-progress)",
+    )
     run.add_argument("--deadline-minutes", type=float, help="cloud minutes from the start; deadline policies")
     run.add_argument(
         "--reserve-hours", type=float, help="the deadline policy's slack kept for returns to spot"
@@ -93,12 +95,20 @@ def run_command(args: argparse.Namespace) -> int:
     if args.reserve_hours is not None:
         options["reserve_hours"] = args.reserve_hours
     spec = JobSpec(
-        job_id=args.job_id, input_key=args.input_key, rows=args.rows, segments=args.segments, policy=args.policy,
-        policy_options=options, region=args.region, instance_type=args.instance_type,
-        planned_rows_per_s=args.planned_rows_per_s / args.time_scale, cycle_seconds=args.cycle_seconds,
-        heartbeat_timeout=args.heartbeat_timeout, boot_timeout=args.boot_timeout,
+        job_id=args.job_id,
+        input_key=args.input_key,
+        rows=args.rows,
+        segments=args.segments,
+        policy=args.policy,
+        policy_options=options,
+        region=args.region,
+        instance_type=args.instance_type,
+        planned_rows_per_s=args.planned_rows_per_s / args.time_scale,
+        cycle_seconds=args.cycle_seconds,
+        heartbeat_timeout=args.heartbeat_timeout,
+        boot_timeout=args.boot_timeout,
         deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
-    )  # fmt: skip
+    )
     session = boto3.session.Session(region_name=outputs.get("region") or args.region)
     ec2 = session.client(
         "ec2",
@@ -107,9 +117,12 @@ def run_command(args: argparse.Namespace) -> int:
     )
     s3 = session.client("s3", endpoint_url=args.endpoint, config=Config(s3={"addressing_style": "path"}))
     cloud = CloudTarget(
-        ec2=ec2, s3=s3, bucket=str(outputs["bucket"]),
-        templates={k: str(v) for k, v in outputs["launch_template_ids"].items()}, subnet_id=outputs.get("subnet_id"),
-    )  # fmt: skip
+        ec2=ec2,
+        s3=s3,
+        bucket=str(outputs["bucket"]),
+        templates={k: str(v) for k, v in outputs["launch_template_ids"].items()},
+        subnet_id=outputs.get("subnet_id"),
+    )
     guard = budget_guard(args)
     run_dir = args.run_dir or runs_dir() / args.job_id
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)

@@ -45,7 +45,7 @@ def parse_runs(text: str) -> dict[str, int]:
 def add_parser(commands: Subcommands) -> None:
     sim = commands.add_parser(
         "simulate",
-        help="the experiment matrix on the embedded AWS (moto): on-demand, spot-only, hybrid and deadline runs",
+        help="the experiment matrix on the embedded AWS (moto): on-demand, spot-only, hybrid and deadline",
         description="Emulator up, stack applied, then N runs per configuration with real workers and "
         "injected interruptions; every run's ledger, events and predictions under --out; everything "
         "destroyed and re-listed at the end. QUICK sizes: " + ", ".join(f"{k}={v}" for k, v in QUICK.items()),
@@ -77,9 +77,11 @@ def add_parser(commands: Subcommands) -> None:
     sim.add_argument("--dataset", type=Path, default=None, help="Parquet from `spotbatch data prepare`")
     sim.add_argument("--out", type=Path, default=None, help="runs folder (default runs/simulate-<UTC time>)")
     sim.add_argument(
-        "--deadline-factor", type=float, default=1.5,
+        "--deadline-factor",
+        type=float,
+        default=1.5,
         help="deadline runs: deadline = this x the mean on-demand job time of the matrix (default 1.5)",
-    )  # fmt: skip
+    )
     sim.add_argument(
         "--deadline-minutes", type=float, help="deadline runs: a fixed deadline in cloud minutes"
     )
@@ -102,19 +104,32 @@ def simulate_command(args: argparse.Namespace) -> int:
             raise ConfigError(f"{what} {path} does not exist; run `{fix}` first")
     out = args.out or runs_dir() / time.strftime("simulate-%Y%m%dT%H%M%SZ", time.gmtime())
     settings = SimulationSettings(
-        out_dir=out, model=model, dataset=dataset, runs=args.runs or parse_runs(str(sizes["runs"])),
-        rows=args.rows or int(sizes["rows"]), segments=args.segments or int(sizes["segments"]),
-        time_scale=args.time_scale, interruption_probability=args.interruption_probability,
-        interruption_interval=args.interruption_interval, trace=args.trace, trace_one_means=args.trace_one_means,
-        seed=args.seed, boot=args.boot, mlflow=not args.no_mlflow, spend_log=args.spend_log,
-        budget_usd=parse_amount(args.ceiling, "--ceiling") if args.ceiling is not None else SIMULATED_CEILING_USD,
+        out_dir=out,
+        model=model,
+        dataset=dataset,
+        runs=args.runs or parse_runs(str(sizes["runs"])),
+        rows=args.rows or int(sizes["rows"]),
+        segments=args.segments or int(sizes["segments"]),
+        time_scale=args.time_scale,
+        interruption_probability=args.interruption_probability,
+        interruption_interval=args.interruption_interval,
+        trace=args.trace,
+        trace_one_means=args.trace_one_means,
+        seed=args.seed,
+        boot=args.boot,
+        mlflow=not args.no_mlflow,
+        spend_log=args.spend_log,
+        budget_usd=parse_amount(args.ceiling, "--ceiling")
+        if args.ceiling is not None
+        else SIMULATED_CEILING_USD,
         deadline_factor=args.deadline_factor,
         deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
-    )  # fmt: skip
+    )
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     print(
         f"simulate: {settings.runs} on {settings.rows} rows x {settings.segments} segments, time scale "
-        f"{settings.time_scale:g} (1 wall s = {settings.time_scale:g} cloud s), {settings.describe_interruptions()}, "
+        f"{settings.time_scale:g} (1 wall s = {settings.time_scale:g} cloud s), "
+        f"{settings.describe_interruptions()}, "
         f"seed {settings.seed}, model {model}; runs folder {out}",
         flush=True,
     )
@@ -144,7 +159,8 @@ def summary_table(results: list[SimulatedRun]) -> str:
     }
     baseline = statistics.mean(costs["on-demand"]) if costs.get("on-demand") else None
     lines = [
-        "| configuration | runs | mean cost (sim $) | savings vs on-demand | interruptions/run | notices/run | rows exactly once | segments done | deadlines met |",
+        "| configuration | runs | mean cost (sim $) | savings vs on-demand | interruptions/run | "
+        "notices/run | rows exactly once | segments done | deadlines met |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for config, runs in by_config.items():
@@ -162,6 +178,7 @@ def summary_table(results: list[SimulatedRun]) -> str:
         )
         lines.append(
             f"| {config} | {len(runs)} | {mean:.2f} | {savings} | {cut_short:.1f} "
-            f"| {statistics.mean(r.interruptions for r in runs):.1f} | {rows}/{wanted} | {done}/{total} | {deadlines} |"
+            f"| {statistics.mean(r.interruptions for r in runs):.1f} | {rows}/{wanted} | {done}/{total} | "
+            f"{deadlines} |"
         )
     return "\n".join(lines)

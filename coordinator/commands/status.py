@@ -28,10 +28,16 @@ def status_command(args: argparse.Namespace) -> int:
         for job in state.jobs():
             print(f"job {job}")
             for row in state.segments(job):
-                print(f"  {row.segment_id}  [{row.start}, {row.stop})  {row.state:<13} {row.market or '-':<9} attempts {row.attempts}")  # fmt: skip
+                print(
+                    f"  {row.segment_id}  [{row.start}, {row.stop})  {row.state:<13} {row.market or '-':<9} "
+                    f"attempts {row.attempts}"
+                )
             for event in state.events(job)[-args.events :]:
                 stamp = time.strftime("%H:%M:%S", time.gmtime(event.ts))
-                print(f"  {stamp} {event.segment_id or '':<9} {event.from_state or '':>11} -> {event.to_state or '':<13} {event.reason}")  # fmt: skip
+                print(
+                    f"  {stamp} {event.segment_id or '':<9} {event.from_state or '':>11} -> "
+                    f"{event.to_state or '':<13} {event.reason}"
+                )
     finally:
         state.close()
     return 0

@@ -124,11 +124,14 @@ def job_from(args: argparse.Namespace) -> WhatIfJob:
         return table.lookup("aws", args.region, args.instance_type, market).instance_usd_per_hour
 
     return WhatIfJob(
-        work_seconds=round(work_hours * 3600), deadline_seconds=round(args.deadline_hours * 3600),
-        changeover_seconds=args.changeover_seconds, checkpoint_seconds=args.checkpoint_seconds,
-        instances=args.instances, spot_usd_per_hour=price(args.spot_price, "spot"),
+        work_seconds=round(work_hours * 3600),
+        deadline_seconds=round(args.deadline_hours * 3600),
+        changeover_seconds=args.changeover_seconds,
+        checkpoint_seconds=args.checkpoint_seconds,
+        instances=args.instances,
+        spot_usd_per_hour=price(args.spot_price, "spot"),
         on_demand_usd_per_hour=price(args.on_demand_price, "on-demand"),
-    )  # fmt: skip
+    )
 
 
 def windows_from(args: argparse.Namespace, job: WhatIfJob) -> list[Window]:
@@ -160,7 +163,8 @@ def whatif_command(args: argparse.Namespace) -> int:
     print(
         f"{len(windows)} windows x {len(policies)} policies + optimum in {took:.2f} s; job: "
         f"{job.work_seconds / 3600:g} h of work on {job.instances} instance(s), deadline "
-        f"{job.deadline_seconds / 3600:g} h, changeover {job.changeover_seconds} s, spot {job.spot_usd_per_hour:g} $/h, "
+        f"{job.deadline_seconds / 3600:g} h, changeover {job.changeover_seconds} s, spot "
+        f"{job.spot_usd_per_hour:g} $/h, "
         f"on-demand {job.on_demand_usd_per_hour:g} $/h (all on-demand: ${job.all_on_demand_usd:.2f})"
     )
     print(markdown_table(summarise(results, job)))
@@ -175,14 +179,22 @@ def whatif_command(args: argparse.Namespace) -> int:
                 f", rows redone {round(o.redone_seconds * args.rows_per_s)}" if args.rows is not None else ""
             )
             print(
-                f"  {r.policy:17s} ${r.cost_usd:.2f} finish {finish} deadline {'met' if o.deadline_met else 'MISSED'} "
+                f"  {r.policy:17s} ${r.cost_usd:.2f} finish {finish} deadline "
+                f"{'met' if o.deadline_met else 'MISSED'} "
                 f"reclaims {o.interruptions} redone {o.redone_seconds / 3600:.2f} h{redone}"
             )
     if args.json:
         lines = [
-            json.dumps({"policy": r.policy, "window": r.window.source, "cost_usd": r.cost_usd,
-                        "optimum_usd": r.optimum_usd, **asdict(r.outcome)})
+            json.dumps(
+                {
+                    "policy": r.policy,
+                    "window": r.window.source,
+                    "cost_usd": r.cost_usd,
+                    "optimum_usd": r.optimum_usd,
+                    **asdict(r.outcome),
+                }
+            )
             for r in results
-        ]  # fmt: skip
+        ]
         args.json.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return 0

@@ -11,8 +11,31 @@ import fnmatch
 from collections.abc import Sequence
 from pathlib import Path
 
-DEFAULT_ALLOW = ("*.py", "*.json", "*.jsonl", "*.yaml", "*.yml", "*.toml", "*.txt", "*.md", "*.parquet", "*.csv", "*.sh")  # fmt: skip
-SECRET_NAMES = (".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "id_ecdsa*", "credentials", ".netrc", "*.p12")  # fmt: skip
+DEFAULT_ALLOW = (
+    "*.py",
+    "*.json",
+    "*.jsonl",
+    "*.yaml",
+    "*.yml",
+    "*.toml",
+    "*.txt",
+    "*.md",
+    "*.parquet",
+    "*.csv",
+    "*.sh",
+)
+SECRET_NAMES = (
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    "id_ed25519*",
+    "id_ecdsa*",
+    "credentials",
+    ".netrc",
+    "*.p12",
+)
 
 
 def check_payload(

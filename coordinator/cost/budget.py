@@ -104,7 +104,8 @@ def _parse_line(where: str, line: str, currency: str) -> SpendEntry:
         record = json.loads(line)
     except json.JSONDecodeError as error:
         raise BudgetConfigError(
-            f"{where}: corrupt line ({error.msg}): {line[:120]!r}. The guard never rewrites the log: move the "
+            f"{where}: corrupt line ({error.msg}): {line[:120]!r}. The guard never rewrites the log: move "
+            "the "
             "file aside or fix that line by hand, then rerun"
         ) from None
     if not isinstance(record, dict) or not isinstance(record.get("op_label"), str):
@@ -223,7 +224,7 @@ class BudgetGuard:
     # -- the interface ---------------------------------------------------------------------------------------
 
     def authorize(self, op_label: str, estimated_usd: float, *, currency: str = CURRENCY) -> None:
-        """Reserve `estimated_usd` for `op_label`, or raise `BudgetGuardExceeded` if it could pass the ceiling."""
+        """Reserve `estimated_usd` for `op_label`; `BudgetGuardExceeded` if it could pass the ceiling."""
         self._check_label(op_label)
         self._check_currency(currency)
         estimate = parse_amount(estimated_usd, f"estimate for {op_label!r}")

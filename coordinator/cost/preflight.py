@@ -33,9 +33,13 @@ BUDGET_HEADROOM = 0.5  # remaining must cover the estimate plus half again: esti
 PRICE_MAX_AGE_DAYS = 30  # a price table older than a month is not "the price of the day"
 PROBE_INSTANCE_ID = "i-0000000000000000f"  # a well-formed id for the teardown dry run; nothing is terminated
 CHECK_NAMES = (
-    "no-stray-instances", "budget-headroom", "auto-termination", "teardown-dry-run", "price-of-the-day",
+    "no-stray-instances",
+    "budget-headroom",
+    "auto-termination",
+    "teardown-dry-run",
+    "price-of-the-day",
     "sync-allow-list",
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +127,8 @@ def check_price_of_the_day(plan: LaunchPlan, today: date | None = None) -> Check
     return CheckResult(
         "price-of-the-day",
         age <= PRICE_MAX_AGE_DAYS,
-        f"table price dated {plan.price_snapshot.isoformat()} ({age} days old, limit {PRICE_MAX_AGE_DAYS}): {rate}",
+        f"table price dated {plan.price_snapshot.isoformat()} ({age} days old, limit {PRICE_MAX_AGE_DAYS}): "
+        f"{rate}",
     )
 
 
@@ -166,7 +171,9 @@ def apply_overrides(
     names = {r.name for r in results}
     unknown = sorted(set(overrides) - names)
     if unknown:
-        raise PreflightFailed(f"unknown check(s) to override: {', '.join(unknown)}; checks are {', '.join(sorted(names))}")  # fmt: skip
+        raise PreflightFailed(
+            f"unknown check(s) to override: {', '.join(unknown)}; checks are {', '.join(sorted(names))}"
+        )
     final = []
     for result in results:
         if not result.passed and result.name in overrides:

@@ -28,9 +28,19 @@ from coordinator.errors import PriceError
 Market = Literal["spot", "on-demand"]
 MARKETS: tuple[Market, ...] = ("spot", "on-demand")
 COLUMNS = (
-    "provider", "region", "instance_type", "market", "usd_per_hour", "gpus", "gpu_model", "gpu_memory_gb",
-    "nvlink_pair", "billing", "snapshot_date", "source",
-)  # fmt: skip
+    "provider",
+    "region",
+    "instance_type",
+    "market",
+    "usd_per_hour",
+    "gpus",
+    "gpu_model",
+    "gpu_memory_gb",
+    "nvlink_pair",
+    "billing",
+    "snapshot_date",
+    "source",
+)
 ESTIMATE_MARGIN = (
     0.25  # on top of expected hours: boot, model load, a retry; the budget guard reserves it too
 )
@@ -118,7 +128,8 @@ class PriceTable:
             ):
                 return row
         raise PriceError(
-            f"{self.path}: no {market} price for {provider} {instance_type} in {region}; add a dated row with "
+            f"{self.path}: no {market} price for {provider} {instance_type} in {region}; add a dated row "
+            "with "
             "its source"
         )
 
@@ -147,7 +158,9 @@ def live_spot_price(ec2: Any, instance_type: str, now: datetime | None = None) -
     ), f"live describe_spot_price_history {stamp} {cheapest['AvailabilityZone']}"
 
 
-def live_or_table_price(table: PriceTable, region: str, instance_type: str, market: str, ec2: Any | None) -> PriceQuote:  # fmt: skip
+def live_or_table_price(
+    table: PriceTable, region: str, instance_type: str, market: str, ec2: Any | None
+) -> PriceQuote:
     """A live spot price where one can be read, else the table's; the quote says which."""
     fallback = table.quote("aws", region, instance_type, market)
     if market != "spot" or ec2 is None:

@@ -9,7 +9,8 @@ attempt (a coordinator restarted mid-call) returns the same instance instead of 
 Usage::
 
     fleet = Fleet(ec2, templates={"spot": "lt-1", "on-demand": "lt-2"}, subnet_id="subnet-1")
-    instance_id = fleet.launch(LaunchRequest(job_id="job-1", segment_id="seg-0000", attempt_id="job-1/seg-0000/1",
+    instance_id = fleet.launch(LaunchRequest(job_id="job-1", segment_id="seg-0000",
+                                             attempt_id="job-1/seg-0000/1",
                                              market="spot", start=0, stop=2500, input_key="data/x.parquet"))
     fleet.terminate_and_confirm([instance_id])
 """
@@ -32,14 +33,27 @@ from coordinator.job.launch_contract import TAG_ATTEMPT, LaunchRequest, tags_for
 
 log = logging.getLogger("coordinator.job.fleet")
 
-RETRYABLE_CODES = frozenset({
-    "Throttling", "ThrottlingException", "RequestLimitExceeded", "InternalError", "InternalFailure",
-    "ServiceUnavailable", "Unavailable",
-})  # fmt: skip
-CAPACITY_CODES = frozenset({
-    "InsufficientInstanceCapacity", "InsufficientCapacity", "SpotMaxPriceTooLow", "MaxSpotInstanceCountExceeded",
-    "InsufficientHostCapacity", "Unsupported",
-})  # fmt: skip
+RETRYABLE_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalError",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "Unavailable",
+    }
+)
+CAPACITY_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "InsufficientCapacity",
+        "SpotMaxPriceTooLow",
+        "MaxSpotInstanceCountExceeded",
+        "InsufficientHostCapacity",
+        "Unsupported",
+    }
+)
 MAX_API_RETRIES = 6  # 0.5 + 1 + 2 + 4 + 8 + 16 s: past half a minute of throttling, something else is wrong
 BASE_DELAY_SECONDS = 0.5
 CONFIRM_TIMEOUT_SECONDS = 120.0  # EC2 takes up to a minute or two to report terminated

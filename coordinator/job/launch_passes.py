@@ -102,7 +102,7 @@ class DeadlinePass:
             )
 
     def per_instance_rate(self) -> float:
-        """Rows per cloud second of one instance: the running workers' median, else the best seen, else planned."""
+        """Rows per cloud second of one instance: the running workers' median, else the best seen."""
         book = self.book
         beats = [book.monitor.latest_heartbeat(t.active.attempt_id) for t in book.active.values()]
         running = [b.rows_per_s for b in beats if b is not None and b.rows_per_s > 0]

@@ -113,25 +113,36 @@ def run_job(
     try:
         segments = plan_segments(spec.rows, spec.segments, f"s3://{cloud.bucket}/{spec.input_key}")
         config = {"spec": asdict(spec), "clock": {"scale": clock.scale, "origin": clock.origin}}
-        if not state.create_job(spec.job_id, config=config, segments=[(s.segment_id, s.start, s.stop) for s in segments]):  # fmt: skip
+        if not state.create_job(
+            spec.job_id, config=config, segments=[(s.segment_id, s.start, s.stop) for s in segments]
+        ):
             saved = state.job_config(spec.job_id)["clock"]  # a restart: the job's own clock, not a new one
             clock = CloudClock(scale=saved["scale"], origin=saved["origin"])
         job_store = S3Store(cloud.bucket, job_prefix(spec.job_id), client=cloud.s3)
         fleet = Fleet(cloud.ec2, templates=cloud.templates, subnet_id=cloud.subnet_id)
         quotes = quotes_for(spec)
         controller = Controller(
-            spec=spec, state=state, fleet=fleet, store=job_store,
-            policy=make_policy(spec.policy, **spec.policy_options), guard=guard, quotes=quotes, clock=clock,
+            spec=spec,
+            state=state,
+            fleet=fleet,
+            store=job_store,
+            policy=make_policy(spec.policy, **spec.policy_options),
+            guard=guard,
+            quotes=quotes,
+            clock=clock,
             on_cycle=on_cycle,
-        )  # fmt: skip
+        )
         with run_log(run_dir):
             outcome = controller.run()
         merge = None
         if outcome.succeeded:
             merge = merge_results(
-                job_store, S3Store(cloud.bucket, "", client=cloud.s3), spec.input_key,
-                [s.segment_id for s in segments], run_dir,
-            )  # fmt: skip
+                job_store,
+                S3Store(cloud.bucket, "", client=cloud.s3),
+                spec.input_key,
+                [s.segment_id for s in segments],
+                run_dir,
+            )
         ledger_path = None
         if outcome.attempts:
             summary = summarize_job(spec.job_id, outcome.attempts, quotes["on-demand"].rate_usd_per_hour)

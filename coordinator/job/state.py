@@ -1,4 +1,5 @@
-"""Coordinator state in SQLite: jobs, segments, attempts and an event log, changed only by guarded transitions.
+"""Coordinator state in SQLite: jobs, segments, attempts and an event log, changed only by guarded
+transitions.
 
 Each transition is named after its target state (`set_running`, `set_interrupted`, ...). It updates the
 segment only if it is in one of the allowed prior states (`UPDATE ... WHERE state IN (...)`), checks that
@@ -111,13 +112,22 @@ class CoordinatorState:
             raise
         self._db.execute("COMMIT")
 
-    def _event(self, db: sqlite3.Connection, job_id: str, segment_id: str | None, old: str | None, new: str | None, reason: str) -> None:  # fmt: skip
+    def _event(
+        self,
+        db: sqlite3.Connection,
+        job_id: str,
+        segment_id: str | None,
+        old: str | None,
+        new: str | None,
+        reason: str,
+    ) -> None:
         db.execute(
-            "INSERT INTO events (ts, job_id, segment_id, from_state, to_state, reason) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (ts, job_id, segment_id, from_state, to_state, reason) VALUES (?, ?, ?, ?, "
+            "?, ?)",
             (time.time(), job_id, segment_id, old, new, reason),
         )
 
-    # -- jobs ---------------------------------------------------------------------------------------------------
+    # -- jobs ------------------------------------------------------------------------------------------------
 
     def create_job(
         self, job_id: str, *, config: dict[str, Any], segments: Iterable[tuple[str, int, int]]
@@ -130,7 +140,8 @@ class CoordinatorState:
             db.execute("INSERT INTO jobs VALUES (?, ?, ?)", (job_id, json.dumps(config, sort_keys=True), now))
             for segment_id, start, stop in segments:
                 db.execute(
-                    "INSERT INTO segments (job_id, segment_id, start, stop, state, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO segments (job_id, segment_id, start, stop, state, updated_at) VALUES (?, "
+                    "?, ?, ?, ?, ?)",
                     (job_id, segment_id, start, stop, PENDING, now),
                 )
             self._event(db, job_id, None, None, None, "job created")
@@ -146,7 +157,7 @@ class CoordinatorState:
         config: dict[str, Any] = json.loads(row[0])
         return config
 
-    # -- segments -------------------------------------------------------------------------------------------------
+    # -- segments --------------------------------------------------------------------------------------------
 
     def segments(self, job_id: str) -> list[SegmentRow]:
         rows = self._db.execute(
@@ -185,7 +196,8 @@ class CoordinatorState:
             ).rowcount
             if changed != 1:
                 raise InvalidTransition(
-                    f"{job_id}/{segment_id}: {row[0]} -> {target} is not allowed (from {', '.join(sorted(allowed))})"
+                    f"{job_id}/{segment_id}: {row[0]} -> {target} is not allowed (from "
+                    f"{', '.join(sorted(allowed))})"
                 )
             self._event(db, job_id, segment_id, row[0], target, reason)
 
@@ -213,7 +225,7 @@ class CoordinatorState:
     def set_failed(self, job_id: str, segment_id: str, *, reason: str) -> None:
         self._transition(job_id, segment_id, FAILED, reason)
 
-    # -- attempts -------------------------------------------------------------------------------------------------
+    # -- attempts --------------------------------------------------------------------------------------------
 
     def add_attempt(
         self, attempt_id: str, job_id: str, segment_id: str, *, market: str, instance_type: str
@@ -221,7 +233,8 @@ class CoordinatorState:
         """Record an attempt before its launch call: the attempt id is the launch's idempotency token."""
         with self._transaction() as db:
             db.execute(
-                "INSERT INTO attempts (attempt_id, job_id, segment_id, market, instance_type) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO attempts (attempt_id, job_id, segment_id, market, instance_type) VALUES (?, "
+                "?, ?, ?, ?)",
                 (attempt_id, job_id, segment_id, market, instance_type),
             )
 
@@ -246,7 +259,8 @@ class CoordinatorState:
     ) -> None:
         with self._transaction() as db:
             changed = db.execute(
-                "UPDATE attempts SET ended_at = ?, end_reason = ?, rows_kept = ?, rows_wasted = ?, rows_per_s = ?, "
+                "UPDATE attempts SET ended_at = ?, end_reason = ?, rows_kept = ?, rows_wasted = ?, "
+                "rows_per_s = ?, "
                 "billed_seconds = ?, cost_usd = ? WHERE attempt_id = ? AND ended_at IS NULL",
                 (
                     ended_at,
@@ -277,7 +291,8 @@ class CoordinatorState:
 
     def events(self, job_id: str) -> list[EventRow]:
         rows = self._db.execute(
-            "SELECT ts, segment_id, from_state, to_state, reason FROM events WHERE job_id = ? ORDER BY event_id",
+            "SELECT ts, segment_id, from_state, to_state, reason FROM events WHERE job_id = ? ORDER BY "
+            "event_id",
             (job_id,),
         ).fetchall()
         return [EventRow(*row) for row in rows]

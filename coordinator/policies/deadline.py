@@ -62,7 +62,9 @@ class DeadlineView:
     spot_available: bool  # what-if: the trace; live: no capacity failure within the relaunch backoff
     running: Market | None  # the market of the instance that holds the segment, None if none does
     boot_left_s: float = 0.0  # what is left of that instance's changeover
-    loss_s: float = 0.0  # what a reclaim costs beyond a changeover: what-if, the work since the checkpoint; live, the drain and its detection
+    # what a reclaim costs beyond a changeover: what-if, the work since the checkpoint; live, the drain and
+    # its detection
+    loss_s: float = 0.0
     total_work_s: float = 0.0  # the segment's whole work, for progress lines; 0 = work_left at start
 
     @property

@@ -1,4 +1,4 @@
-"""Recovery policies, SkyPilot's shape: `launch()` picks a segment's first market, `recover()` what comes next.
+"""Recovery policies, SkyPilot's shape: `launch()` picks a segment's first market, `recover()` what next.
 
 `recover()` is asked after an interruption or a failed launch: relaunch on spot, fall back to on-demand,
 or give up. Policies are pure decisions over a small history, so the live coordinator and the what-if

@@ -43,9 +43,11 @@ def emulator_session(env: Mapping[str, str]) -> Any:
     import boto3
 
     return boto3.session.Session(
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=env.get("AWS_SESSION_TOKEN"), region_name=env.get("AWS_DEFAULT_REGION", "us-east-1"),
-    )  # fmt: skip
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=env.get("AWS_SESSION_TOKEN"),
+        region_name=env.get("AWS_DEFAULT_REGION", "us-east-1"),
+    )
 
 
 def require_loopback(endpoint: str) -> None:
@@ -65,7 +67,14 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class MotoServer:
-    def __init__(self, *, host: str = "127.0.0.1", port: int | None = None, region: str = "us-east-1", log_path: Path | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        region: str = "us-east-1",
+        log_path: Path | None = None,
+    ) -> None:
         require_loopback(f"http://{host}")
         self.host = host
         self.port = port or free_port(host)
@@ -124,5 +133,7 @@ class MotoServer:
     def __enter__(self) -> MotoServer:
         return self.start()
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:  # fmt: skip
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.stop()

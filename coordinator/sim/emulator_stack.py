@@ -59,8 +59,12 @@ def emulator_infrastructure(state_dir: Path, *, target: str = "moto") -> Iterato
     """Bring the emulator stack up; on exit (Ctrl-C included) destroy it and stop the emulator."""
     if target == "localstack":
         endpoint = localstack_endpoint()
-        env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-               "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+        env = {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
         tf, outputs = _apply_emulator_stack(endpoint, env, state_dir)
         try:
             yield Infrastructure(endpoint, outputs, env, tf.timings)

@@ -120,7 +120,11 @@ class FaultProxy(LocalHttpServer):
                     upstream.request(self.command, self.path, body=body or None, headers=headers)
                     reply = upstream.getresponse()
                     data = reply.read()
-                    keep = [(k, v) for k, v in reply.getheaders() if k.lower() not in ("transfer-encoding", "content-length", "connection")]  # fmt: skip
+                    keep = [
+                        (k, v)
+                        for k, v in reply.getheaders()
+                        if k.lower() not in ("transfer-encoding", "content-length", "connection")
+                    ]
                     self._send(reply.status, data, keep)
                 finally:
                     upstream.close()

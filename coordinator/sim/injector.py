@@ -168,7 +168,9 @@ class InterruptionInjector:
                 if due is None:
                     attempt = instance.tags.get(TAG_ATTEMPT, instance_id)
                     rng = random.Random(f"{self.seed}/{attempt}")
-                    due = self._due[instance_id] = self.clock.at(instance.booted_at) + self.model.time_to_interruption(rng)  # fmt: skip
+                    due = self._due[instance_id] = self.clock.at(
+                        instance.booted_at
+                    ) + self.model.time_to_interruption(rng)
                 if now >= due:
                     self.interrupt(instance_id)
             elif isinstance(self.model, TraceReplay) and not self.spot_available():
@@ -184,10 +186,14 @@ class InterruptionInjector:
         tags = instance.tags if instance else {}
         now = self.clock.now()
         record = Interruption(
-            instance_id, tags.get(TAG_SEGMENT, ""), tags.get(TAG_ATTEMPT, ""),
-            "hard-kill" if hard else "notice", time.time(), now,
+            instance_id,
+            tags.get(TAG_SEGMENT, ""),
+            tags.get(TAG_ATTEMPT, ""),
+            "hard-kill" if hard else "notice",
+            time.time(),
+            now,
             now if hard else now + self.notice_seconds,
-        )  # fmt: skip
+        )
         self.records.append(record)
         if hard:
             self.runtime.kill(instance_id, hard=True)

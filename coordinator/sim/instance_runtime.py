@@ -104,7 +104,7 @@ class InstanceRuntime:
         self._thread = threading.Thread(target=self._loop, name="instance-runtime", daemon=True)
         self.errors: list[str] = []
 
-    # -- lifecycle --------------------------------------------------------------------------------------------
+    # -- lifecycle -------------------------------------------------------------------------------------------
 
     def start(self) -> InstanceRuntime:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -129,7 +129,7 @@ class InstanceRuntime:
     ) -> None:
         self.close()
 
-    # -- what the injector and tests use ----------------------------------------------------------------------
+    # -- what the injector and tests use ---------------------------------------------------------------------
 
     def running(self) -> dict[str, SimulatedInstance]:
         with self.lock:
@@ -142,7 +142,7 @@ class InstanceRuntime:
         if instance is not None:
             self._stop_worker(instance, hard=hard)
 
-    # -- the loop ---------------------------------------------------------------------------------------------
+    # -- the loop --------------------------------------------------------------------------------------------
 
     def _loop(self) -> None:
         while not self._closed.wait(self.poll_every):

@@ -75,7 +75,7 @@ class LambdaStandIn(LocalHttpServer):
         with self._lock:
             return sorted(b.id for b in self.boxes.values() if b.status != "terminated")
 
-    # -- the API ----------------------------------------------------------------------------------------------
+    # -- the API ---------------------------------------------------------------------------------------------
 
     def _view(self, box: _Box) -> dict[str, Any]:
         if (
@@ -87,20 +87,32 @@ class LambdaStandIn(LocalHttpServer):
         elif box.status == "terminating":
             box.status = "terminated"
         return {
-            "id": box.id, "name": box.name, "status": box.status,
-            "ip": self.ip if box.status == "active" else None, "private_ip": None, "hostname": None,
-            "ssh_key_names": box.ssh_key_names, "file_system_names": [], "is_reserved": False,
+            "id": box.id,
+            "name": box.name,
+            "status": box.status,
+            "ip": self.ip if box.status == "active" else None,
+            "private_ip": None,
+            "hostname": None,
+            "ssh_key_names": box.ssh_key_names,
+            "file_system_names": [],
+            "is_reserved": False,
             "region": {"name": box.region, "description": box.region},
             "instance_type": _type_object(box.instance_type),
-        }  # fmt: skip
+        }
 
     def handle(self, method: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self._lock:
             if path == "/api/v1/instance-types" and method == "GET":
                 regions = [] if self.no_capacity else [{"name": r, "description": r} for r in REGIONS]
-                return 200, {"data": {
-                    name: {"instance_type": _type_object(name), "regions_with_capacity_available": regions} for name in CATALOG
-                }}  # fmt: skip
+                return 200, {
+                    "data": {
+                        name: {
+                            "instance_type": _type_object(name),
+                            "regions_with_capacity_available": regions,
+                        }
+                        for name in CATALOG
+                    }
+                }
             if path == "/api/v1/instances" and method == "GET":
                 return 200, {"data": [self._view(b) for b in self.boxes.values() if b.status != "terminated"]}
             if path.startswith("/api/v1/instances/") and method == "GET":
@@ -124,7 +136,12 @@ class LambdaStandIn(LocalHttpServer):
         if not isinstance(keys, list) or len(keys) != 1:
             return _error(400, "global/invalid-parameters", "Exactly one SSH key name is required.")
         if self.no_capacity:
-            return _error(400, "instance-operations/launch/insufficient-capacity", "Not enough capacity to fulfill launch request.", "Choose an instance type with more availability, or try again later.")  # fmt: skip
+            return _error(
+                400,
+                "instance-operations/launch/insufficient-capacity",
+                "Not enough capacity to fulfill launch request.",
+                "Choose an instance type with more availability, or try again later.",
+            )
         box = _Box(
             "standin-" + secrets.token_hex(8), str(body.get("name") or ""), kind, region, keys, time.time()
         )
@@ -160,7 +177,14 @@ class LambdaStandIn(LocalHttpServer):
             def _serve(self, method: str) -> None:
                 server.requests.append(f"{method} {self.path}")
                 if self.headers.get("Authorization") != f"Bearer {server.api_key}":
-                    self._reply(*_error(401, "global/invalid-api-key", "API key was invalid, expired, or deleted.", "Check your API key or create a new one, then try again."))  # fmt: skip
+                    self._reply(
+                        *_error(
+                            401,
+                            "global/invalid-api-key",
+                            "API key was invalid, expired, or deleted.",
+                            "Check your API key or create a new one, then try again.",
+                        )
+                    )
                     return
                 if server.rate_limit_next > 0:
                     server.rate_limit_next -= 1
@@ -202,10 +226,12 @@ def _type_object(name: str) -> dict[str, Any]:
     """An instance type as Lambda describes it, inside instance and instance-type answers alike."""
     gpus, description, cents = CATALOG[name]
     return {
-        "name": name, "description": f"{gpus}x {description}", "gpu_description": description,
+        "name": name,
+        "description": f"{gpus}x {description}",
+        "gpu_description": description,
         "price_cents_per_hour": cents,
         "specs": {"vcpus": 30 * gpus, "memory_gib": 200 * gpus, "storage_gib": 512 * gpus, "gpus": gpus},
-    }  # fmt: skip
+    }
 
 
 def _error(status: int, code: str, message: str, suggestion: str | None = None) -> tuple[int, dict[str, Any]]:

@@ -29,7 +29,9 @@ READY_TIMEOUT_SECONDS = 10.0  # sshd listens within a few hundred ms; ten second
 
 
 def find_sshd() -> str:
-    found = shutil.which("sshd") or next((p for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd") if os.path.exists(p)), None)  # fmt: skip
+    found = shutil.which("sshd") or next(
+        (p for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd") if os.path.exists(p)), None
+    )
     if not found:
         raise SshdUnavailable("no sshd binary (Debian: apt-get install openssh-server; `make test` does it)")
     return found
@@ -66,13 +68,25 @@ class LocalSshd:
         self.port = _free_port()
         config = self.work_dir / "sshd_config"
         config.write_text(
-            "\n".join([
-                f"Port {self.port}", "ListenAddress 127.0.0.1", f"HostKey {host_key}",
-                f"PidFile {self.work_dir / 'sshd.pid'}", f"AuthorizedKeysFile {self.work_dir / 'authorized_keys'}",
-                "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
-                "PermitRootLogin prohibit-password", "X11Forwarding no", "AllowTcpForwarding no", "LogLevel ERROR",
-            ]) + "\n"
-        )  # fmt: skip
+            "\n".join(
+                [
+                    f"Port {self.port}",
+                    "ListenAddress 127.0.0.1",
+                    f"HostKey {host_key}",
+                    f"PidFile {self.work_dir / 'sshd.pid'}",
+                    f"AuthorizedKeysFile {self.work_dir / 'authorized_keys'}",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "UsePAM no",
+                    "StrictModes no",
+                    "PermitRootLogin prohibit-password",
+                    "X11Forwarding no",
+                    "AllowTcpForwarding no",
+                    "LogLevel ERROR",
+                ]
+            )
+            + "\n"
+        )
         self._log = open(self.work_dir / "sshd.log", "ab")  # noqa: SIM115 (closed in stop())
         self._process = subprocess.Popen(
             [sshd, "-D", "-e", "-f", str(config)], stdout=self._log, stderr=self._log

@@ -135,7 +135,7 @@ def ec2_client(env: dict[str, str], endpoint: str) -> Any:
 
 
 def upload_dataset(s3: Any, bucket: str, dataset: Path, rows: int) -> int:
-    """Upload the first `rows` rows of the dataset (in its 500-row groups) to the bucket; returns the count."""
+    """Upload the first `rows` rows of the dataset (in its 500-row groups) to the bucket; return the count."""
     table = pq.read_table(dataset)
     if rows > table.num_rows:
         raise SimulationError(f"{dataset}: asked for {rows} rows, the dataset has {table.num_rows}")
@@ -177,9 +177,13 @@ def simulate(
         results = run_matrix(settings, infra, on_run=on_run, on_cycle=on_cycle)
     _write_record(
         settings,
-        {"runs": len(results), "wall_seconds": round(time.monotonic() - started, 1), "instances_left": 0,
-         "terraform_seconds": infra.timings},
-    )  # fmt: skip
+        {
+            "runs": len(results),
+            "wall_seconds": round(time.monotonic() - started, 1),
+            "instances_left": 0,
+            "terraform_seconds": infra.timings,
+        },
+    )
     return results
 
 
@@ -231,7 +235,7 @@ def run_matrix(
 
 
 def deadline_for(settings: SimulationSettings, earlier: list[SimulatedRun]) -> float:
-    """Cloud seconds: the fixed deadline, or `deadline_factor` x the mean on-demand job time measured so far."""
+    """Cloud seconds: the fixed deadline, or `deadline_factor` x the mean on-demand job time so far."""
     if settings.deadline_seconds is not None:
         return settings.deadline_seconds
     times = [
@@ -286,17 +290,29 @@ def _one_run(
         else RandomInterruptions(settings.interruption_probability, settings.interruption_interval)
     )
     spec = JobSpec(
-        job_id=job_id, input_key=DATASET_KEY, rows=settings.rows, segments=settings.segments, policy=config,
-        policy_options=settings.policy_options(config), planned_rows_per_s=settings.planned_rows_per_s / settings.time_scale,
-        cycle_seconds=settings.cycle_seconds, heartbeat_timeout=HEARTBEAT_TIMEOUT, boot_timeout=BOOT_TIMEOUT,
-        deadline_seconds=deadline, changeover_seconds=CHANGEOVER * settings.time_scale,
+        job_id=job_id,
+        input_key=DATASET_KEY,
+        rows=settings.rows,
+        segments=settings.segments,
+        policy=config,
+        policy_options=settings.policy_options(config),
+        planned_rows_per_s=settings.planned_rows_per_s / settings.time_scale,
+        cycle_seconds=settings.cycle_seconds,
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        boot_timeout=BOOT_TIMEOUT,
+        deadline_seconds=deadline,
+        changeover_seconds=CHANGEOVER * settings.time_scale,
         reclaim_overhead_seconds=RECLAIM_OVERHEAD * settings.time_scale,
-    )  # fmt: skip
+    )
     worker_settings = WorkerSettings(
-        bucket=str(infra.outputs["bucket"]), model=str(settings.model.resolve()), aws_env=dict(infra.env),
-        batch_size=settings.batch_size, checkpoint_every=settings.checkpoint_every, heartbeat_every=HEARTBEAT_EVERY,
+        bucket=str(infra.outputs["bucket"]),
+        model=str(settings.model.resolve()),
+        aws_env=dict(infra.env),
+        batch_size=settings.batch_size,
+        checkpoint_every=settings.checkpoint_every,
+        heartbeat_every=HEARTBEAT_EVERY,
         notice_poll_every=NOTICE_POLL_EVERY,
-    )  # fmt: skip
+    )
     proxy.rules.clear()
     for rule in settings.faults:
         rule.hits = 0
@@ -309,24 +325,46 @@ def _one_run(
             log_dir=run_dir / "workers",
             boot=settings.boot,
             job_id=job_id,
-        ) as runtime,  # fmt: skip
+        ) as runtime,
         InterruptionInjector(direct_ec2, runtime, imds, clock, model, seed=settings.seed) as injector,
     ):
         if isinstance(model, TraceReplay):
-            proxy.add(FaultRule("RunInstances", "InsufficientInstanceCapacity", template_id=templates["spot"],
-                                active=lambda: not injector.spot_available()))  # fmt: skip
+            proxy.add(
+                FaultRule(
+                    "RunInstances",
+                    "InsufficientInstanceCapacity",
+                    template_id=templates["spot"],
+                    active=lambda: not injector.spot_available(),
+                )
+            )
         forced = _forced_interrupter(
             injector, runtime, clock, settings.forced_interruptions.get(name, []), hard=settings.forced_hard
         )
-        cloud = CloudTarget(ec2=ec2_client(infra.env, proxy.endpoint), s3=s3, bucket=worker_settings.bucket, templates=templates, subnet_id=infra.outputs.get("subnet_id"))  # fmt: skip
+        cloud = CloudTarget(
+            ec2=ec2_client(infra.env, proxy.endpoint),
+            s3=s3,
+            bucket=worker_settings.bucket,
+            templates=templates,
+            subnet_id=infra.outputs.get("subnet_id"),
+        )
         try:
             result = run_job(
-                spec, cloud=cloud, guard=guard, clock=clock, run_dir=run_dir, on_cycle=_chain(on_cycle, forced),
+                spec,
+                cloud=cloud,
+                guard=guard,
+                clock=clock,
+                run_dir=run_dir,
+                on_cycle=_chain(on_cycle, forced),
                 extra={
-                    "configuration": config, "run": name, "interruption_model": model.describe(), "seed": settings.seed,
-                    "faults_injected": proxy.injected,  # the live list: read when run.json is written "boot": settings.boot, "model": str(settings.model),
+                    "configuration": config,
+                    "run": name,
+                    "interruption_model": model.describe(),
+                    "seed": settings.seed,
+                    "faults_injected": proxy.injected,  # the live list: read when run.json is written
+                    "boot": settings.boot,
+                    "model": str(settings.model),
                 },
-            )  # fmt: skip
+            )
         finally:
             injector.save(run_dir / "interruptions.jsonl")
             proxy.rules.clear()
@@ -338,11 +376,17 @@ def _one_run(
         attempts, summary = read_ledger(result.ledger_path)
         if summary is not None:
             log_to_mlflow(
-                summary, attempts, tracking_uri=default_tracking_uri(settings.out_dir.parent),
+                summary,
+                attempts,
+                tracking_uri=default_tracking_uri(settings.out_dir.parent),
                 experiment="spotbatch-simulate",
-                params={"configuration": config, "run_folder": str(run_dir), "time_scale": str(settings.time_scale)},
+                params={
+                    "configuration": config,
+                    "run_folder": str(run_dir),
+                    "time_scale": str(settings.time_scale),
+                },
                 ledger_path=result.ledger_path,
-            )  # fmt: skip
+            )
     proxy.injected.clear()
     return SimulatedRun(name, config, result, len(injector.records))
 
@@ -361,11 +405,16 @@ def _forced_interrupter(
 
     def check(statuses: list[SegmentStatus]) -> None:
         while pending and clock.now() - start >= pending[0]:
-            working = {s.segment_id for s in statuses if s.state == "RUNNING" and s.market == "spot" and s.rows_done > 0}  # fmt: skip
+            working = {
+                s.segment_id
+                for s in statuses
+                if s.state == "RUNNING" and s.market == "spot" and s.rows_done > 0
+            }
             spot = sorted(
-                i for i, inst in runtime.running().items()
+                i
+                for i, inst in runtime.running().items()
                 if inst.tags.get(TAG_SEGMENT) in working and i not in injector.handled
-            )  # fmt: skip
+            )
             if not spot:
                 return  # no spot worker busy yet: try again next cycle
             pending.pop(0)

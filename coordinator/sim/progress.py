@@ -28,9 +28,14 @@ def status_table(title: str, statuses: list[SegmentStatus]) -> Table:
         table.add_column(name, justify="right" if name not in ("segment", "state", "market") else "left")
     for s in statuses:
         table.add_row(
-            s.segment_id, s.state, s.market, f"{s.rows_done}/{s.rows_total}", f"{s.rows_per_s:.2f}",
-            str(s.attempts), f"${s.cost_usd:.4f}",
-        )  # fmt: skip
+            s.segment_id,
+            s.state,
+            s.market,
+            f"{s.rows_done}/{s.rows_total}",
+            f"{s.rows_per_s:.2f}",
+            str(s.attempts),
+            f"${s.cost_usd:.4f}",
+        )
     total = sum(s.cost_usd for s in statuses)
     table.caption = (
         f"{sum(s.rows_done for s in statuses)}/{sum(s.rows_total for s in statuses)} rows, ${total:.4f}"

@@ -20,7 +20,12 @@ BUCKET = "spotbatch-test"
 
 
 def make_stack(endpoint: str) -> Infrastructure:
-    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", **FAKE_CREDENTIALS}  # fmt: skip
+    env = {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        **FAKE_CREDENTIALS,
+    }
     session = emulator_session(env)
     ec2: Any = session.client("ec2", endpoint_url=endpoint)
     s3: Any = session.client("s3", endpoint_url=endpoint)
@@ -34,7 +39,9 @@ def make_stack(endpoint: str) -> Infrastructure:
                 "MarketType": "spot",
                 "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"},
             }
-        templates[market] = ec2.create_launch_template(LaunchTemplateName=f"spotbatch-{market}", LaunchTemplateData=data)["LaunchTemplate"]["LaunchTemplateId"]  # fmt: skip
+        templates[market] = ec2.create_launch_template(
+            LaunchTemplateName=f"spotbatch-{market}", LaunchTemplateData=data
+        )["LaunchTemplate"]["LaunchTemplateId"]
     subnet = ec2.describe_subnets()["Subnets"][0]["SubnetId"]
     outputs = {"bucket": BUCKET, "launch_template_ids": templates, "subnet_id": subnet, "region": "us-east-1"}
     return Infrastructure(endpoint, outputs, env)

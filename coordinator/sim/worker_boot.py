@@ -55,7 +55,9 @@ def _run_worker_child(env: dict[str, str], log_path: str) -> None:
 
 
 class ForkedWorker:
-    def __init__(self, context: multiprocessing.context.ForkServerContext, env: dict[str, str], log_path: Path) -> None:  # fmt: skip
+    def __init__(
+        self, context: multiprocessing.context.ForkServerContext, env: dict[str, str], log_path: Path
+    ) -> None:
         self._process = context.Process(target=_run_worker_child, args=(env, str(log_path)), daemon=False)
         self._process.start()
         self.pid = self._process.pid
@@ -78,9 +80,11 @@ class ExecWorker:
         with open(log_path, "ab") as log:
             self._process = subprocess.Popen(
                 ["nice", "-n", str(WORKER_NICENESS), sys.executable, "-m", "inference.worker"],
-                env={**os.environ, **env}, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+                env={**os.environ, **env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.pid: int | None = self._process.pid
 
     def exit_code(self) -> int | None:

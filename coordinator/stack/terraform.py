@@ -78,7 +78,8 @@ def find_mirror() -> Path | None:
 def cli_config_text(mirror: Path) -> str:
     return (
         "provider_installation {\n"
-        f'  filesystem_mirror {{\n    path    = "{mirror}"\n    include = ["registry.terraform.io/hashicorp/*"]\n  }}\n'
+        f'  filesystem_mirror {{\n    path    = "{mirror}"\n'
+        '    include = ["registry.terraform.io/hashicorp/*"]\n  }\n'
         '  direct {\n    exclude = ["registry.terraform.io/hashicorp/*"]\n  }\n'
         "}\n"
     )
@@ -158,14 +159,30 @@ class Terraform:
 
     def plan(self, variables: Mapping[str, Any] | None = None, *, out: Path | None = None) -> CommandResult:
         extra = [f"-out={out.resolve()}"] if out else []
-        return self._run("plan", "-input=false", "-no-color", f"-state={self.state_file}", *extra, *self._var_args(variables))  # fmt: skip
+        return self._run(
+            "plan",
+            "-input=false",
+            "-no-color",
+            f"-state={self.state_file}",
+            *extra,
+            *self._var_args(variables),
+        )
 
     def apply(
         self, variables: Mapping[str, Any] | None = None, *, plan_file: Path | None = None
     ) -> CommandResult:
         if plan_file is not None:  # a saved plan carries its variables
-            return self._run("apply", "-input=false", "-no-color", f"-state={self.state_file}", str(plan_file.resolve()))  # fmt: skip
-        return self._run("apply", "-input=false", "-no-color", "-auto-approve", f"-state={self.state_file}", *self._var_args(variables))  # fmt: skip
+            return self._run(
+                "apply", "-input=false", "-no-color", f"-state={self.state_file}", str(plan_file.resolve())
+            )
+        return self._run(
+            "apply",
+            "-input=false",
+            "-no-color",
+            "-auto-approve",
+            f"-state={self.state_file}",
+            *self._var_args(variables),
+        )
 
     def output(self) -> dict[str, Any]:
         result = self._run("output", "-json", f"-state={self.state_file}")
@@ -173,7 +190,14 @@ class Terraform:
         return {name: item["value"] for name, item in raw.items()}
 
     def destroy(self, variables: Mapping[str, Any] | None = None) -> CommandResult:
-        return self._run("destroy", "-input=false", "-no-color", "-auto-approve", f"-state={self.state_file}", *self._var_args(variables))  # fmt: skip
+        return self._run(
+            "destroy",
+            "-input=false",
+            "-no-color",
+            "-auto-approve",
+            f"-state={self.state_file}",
+            *self._var_args(variables),
+        )
 
     def test(self) -> CommandResult:
         return self._run("test", "-no-color")

@@ -65,7 +65,8 @@ class WhatIfJob:
         if self.segment_work_seconds + self.changeover_seconds > self.deadline_seconds:
             raise WhatIfError(
                 f"deadline_seconds={self.deadline_seconds} is shorter than one segment on on-demand "
-                f"({self.segment_work_seconds} s of work + {self.changeover_seconds} s changeover): no policy can meet it"
+                f"({self.segment_work_seconds} s of work + {self.changeover_seconds} s changeover): no "
+                "policy can meet it"
             )
 
     @property

@@ -75,7 +75,7 @@ def optimum_segment_cost(job: WhatIfJob, available: Sequence[bool], gap_seconds:
             usable: int = usable,
             last: bool = last,
         ) -> Vector:
-            """Cost from here if (market, boot_left) holds the segment through this tick, then does its best."""
+            """Cost from here if (market, boot_left) holds the segment through this tick, then its best."""
             boot = min(boot_left, gap)
             worked = gap - boot
             finish_s = boot + needed_s  # seconds into the tick at which the work would be done

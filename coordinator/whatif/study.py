@@ -39,8 +39,8 @@ DEFAULT_POLICIES = (
     "uniform-progress",
     "deadline",
 )
-# the live controller retries spot every minute with max_spot_retries=10 over a 20-minute job; over a window of
-# days spot-only means "wait for spot however long it takes", so its retry count is unbounded here
+# the live controller retries spot every minute with max_spot_retries=10 over a 20-minute job; over a
+# window of days spot-only means "wait for spot however long it takes", so its retry count is unbounded here
 WHATIF_OPTIONS: dict[str, dict[str, float | int]] = {"spot-only": {"max_spot_retries": 10**9}}
 
 
@@ -97,9 +97,13 @@ def random_windows(
 ) -> list[Window]:
     ticks = _window_ticks(job, gap)
     return [
-        Window(f"random {probability:.0%}/{interval:g}s #{i}", random_availability(probability, interval, gap, ticks, rng), gap)
+        Window(
+            f"random {probability:.0%}/{interval:g}s #{i}",
+            random_availability(probability, interval, gap, ticks, rng),
+            gap,
+        )
         for i in range(runs)
-    ]  # fmt: skip
+    ]
 
 
 def run_length_windows(
@@ -183,14 +187,17 @@ def summarise(results: Sequence[RunResult], job: WhatIfJob) -> list[PolicySummar
 
 def markdown_table(rows: Sequence[PolicySummary]) -> str:
     lines = [
-        "| policy | runs | mean $ | p50 $ | p90 $ | mean / optimum | p90 / optimum | mean / all on-demand | deadlines met | reclaims / run | redone h / run | finish h (mean) |",
+        "| policy | runs | mean $ | p50 $ | p90 $ | mean / optimum | p90 / optimum | mean / all on-demand "
+        "| deadlines met | reclaims / run | redone h / run | finish h (mean) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for r in rows:
         finish = "-" if r.policy == OPTIMUM else f"{r.mean_finish_hours:.2f}"
         lines.append(
-            f"| {r.policy} | {r.runs} | {r.mean_usd:.2f} | {r.p50_usd:.2f} | {r.p90_usd:.2f} | {r.mean_vs_optimum:.3f}x | "
-            f"{r.p90_vs_optimum:.3f}x | {r.mean_vs_on_demand:.3f}x | {r.deadlines_met:.1%} | {r.interruptions:.2f} | "
+            f"| {r.policy} | {r.runs} | {r.mean_usd:.2f} | {r.p50_usd:.2f} | {r.p90_usd:.2f} | "
+            f"{r.mean_vs_optimum:.3f}x | "
+            f"{r.p90_vs_optimum:.3f}x | {r.mean_vs_on_demand:.3f}x | {r.deadlines_met:.1%} | "
+            f"{r.interruptions:.2f} | "
             f"{r.redone_hours:.2f} | {finish} |"
         )
     return "\n".join(lines)

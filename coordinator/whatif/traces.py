@@ -63,10 +63,11 @@ class AvailabilityTrace:
         return len(self.available) * self.gap_seconds / 3600
 
     def window(self, offset: int, ticks: int) -> tuple[bool, ...]:
-        """`ticks` values from `offset`; the trace must hold them (no wrapping: the end does not meet the start)."""
+        """`ticks` values from `offset`; the trace must hold them (no wrapping: its end is not its start)."""
         if offset < 0 or offset + ticks > len(self.available):
             raise TraceError(
-                f"trace {self.name}: ticks {offset}..{offset + ticks} are outside its {len(self.available)} ticks"
+                f"trace {self.name}: ticks {offset}..{offset + ticks} are outside its {len(self.available)} "
+                "ticks"
             )
         return self.available[offset : offset + ticks]
 

@@ -64,17 +64,35 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSshd]:
 
 @pytest.fixture(scope="module")
 def payload(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, sentences_parquet: Path) -> Path:
-    return build_payload(tmp_path_factory.mktemp("payload") / "burst-payload", model_dir=tiny_model_dir, dataset=sentences_parquet, rows=200)  # fmt: skip
+    return build_payload(
+        tmp_path_factory.mktemp("payload") / "burst-payload",
+        model_dir=tiny_model_dir,
+        dataset=sentences_parquet,
+        rows=200,
+    )
 
 
 def plan_for(tmp_path: Path, payload: Path, box: LocalSshd, **changes: Any) -> BurstPlan:
     plan = BurstPlan(
-        name="spotbatch-burst-test", provider="lambda", instance_type="gpu_1x_a100_sxm4_80gb", region="us-east-1",
-        gpus=1, rate_per_gpu_hour=1.79, price_date=date.today(), planned_hours=0.5, payload=payload,
-        ssh_key_name="standin-key", ssh_private_key=box.client_key, run_dir=tmp_path / "run", ssh_user=box.user,
-        ssh_port=box.port, remote_python=sys.executable, remote_root=str(tmp_path / "remote"), poll_seconds=0.05,
+        name="spotbatch-burst-test",
+        provider="lambda",
+        instance_type="gpu_1x_a100_sxm4_80gb",
+        region="us-east-1",
+        gpus=1,
+        rate_per_gpu_hour=1.79,
+        price_date=date.today(),
+        planned_hours=0.5,
+        payload=payload,
+        ssh_key_name="standin-key",
+        ssh_private_key=box.client_key,
+        run_dir=tmp_path / "run",
+        ssh_user=box.user,
+        ssh_port=box.port,
+        remote_python=sys.executable,
+        remote_root=str(tmp_path / "remote"),
+        poll_seconds=0.05,
         boot_timeout=20.0,
-    )  # fmt: skip
+    )
     return replace(plan, **changes)
 
 
@@ -92,14 +110,16 @@ def assert_key_nowhere(*roots: Path, text: str = "") -> None:
         assert API_KEY.encode() not in path.read_bytes(), f"the API key is in {path}"
 
 
-# -- the client against the stand-in ----------------------------------------------------------------------------
+# -- the client against the stand-in -------------------------------------------------------------------------
 
 
 def test_client_lists_launches_reads_and_terminates(standin: LambdaStandIn, cloud: LambdaCloud) -> None:
     offer = cloud.instance_types()["gpu_2x_a100_sxm4_80gb"]
     assert (offer.gpus, offer.usd_per_hour, offer.usd_per_gpu_hour) == (2, 3.58, 1.79)
     assert "us-east-1" in offer.regions_with_capacity
-    launched = cloud.launch(instance_type="gpu_1x_a100_sxm4_80gb", region="us-east-1", ssh_key_name="k", name="spotbatch-burst-a")  # fmt: skip
+    launched = cloud.launch(
+        instance_type="gpu_1x_a100_sxm4_80gb", region="us-east-1", ssh_key_name="k", name="spotbatch-burst-a"
+    )
     assert launched.requested_at.endswith("Z") and len(launched.requested_at) == 20
     assert cloud.instance(launched.instance_id).status == "booting"  # type: ignore[union-attr]
     time.sleep(0.25)
@@ -143,7 +163,12 @@ def test_a_launch_that_errors_after_creating_is_unconfirmed(
 ) -> None:
     standin.launch_error_after_create = 1
     with pytest.raises(LaunchUnconfirmed, match=r"HTTP 500 .*the instance may exist"):
-        cloud.launch(instance_type="gpu_1x_a100_sxm4_80gb", region="us-east-1", ssh_key_name="k", name="spotbatch-burst-b")  # fmt: skip
+        cloud.launch(
+            instance_type="gpu_1x_a100_sxm4_80gb",
+            region="us-east-1",
+            ssh_key_name="k",
+            name="spotbatch-burst-b",
+        )
     assert [i.name for i in cloud.instances()] == ["spotbatch-burst-b"]  # it exists: found by name
 
 
@@ -152,19 +177,26 @@ def test_price_burst_bills_whole_minutes_and_refuses_bad_times() -> None:
         1.79, 1, "2026-12-02T18:00:03Z", "2026-12-02T18:21:40Z", "lambda", "gpu_1x_a100_sxm4_80gb"
     )
     assert cost.billable_hours == pytest.approx(22 / 60) and cost.cost_usd == pytest.approx(1.79 * 22 / 60)
-    assert price_burst(1.79, 2, "2026-12-02T18:00:00Z", "2026-12-02T18:00:10Z", "lambda", "x").cost_usd == pytest.approx(2 * 1.79 / 60, abs=1e-6)  # fmt: skip
+    assert price_burst(
+        1.79, 2, "2026-12-02T18:00:00Z", "2026-12-02T18:00:10Z", "lambda", "x"
+    ).cost_usd == pytest.approx(2 * 1.79 / 60, abs=1e-6)
     with pytest.raises(BurstCostError, match="teardown 2026-12-02T17:00:00Z is before boot"):
         price_burst(1.79, 1, "2026-12-02T18:00:00Z", "2026-12-02T17:00:00Z", "lambda", "x")
     with pytest.raises(BurstCostError, match="boot_utc_iso='yesterday' is not an ISO 8601 time"):
         price_burst(1.79, 1, "yesterday", "2026-12-02T17:00:00Z", "lambda", "x")
 
 
-# -- the workflow over real SSH --------------------------------------------------------------------------------
+# -- the workflow over real SSH ------------------------------------------------------------------------------
 
 
 def test_round_trip_runs_the_job_on_the_box_and_leaves_nothing(
-    standin: LambdaStandIn, cloud: LambdaCloud, box: LocalSshd, payload: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:  # fmt: skip
+    standin: LambdaStandIn,
+    cloud: LambdaCloud,
+    box: LocalSshd,
+    payload: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     guard = guard_in(tmp_path)
     tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
     plan = plan_for(tmp_path, payload, box)
@@ -178,8 +210,14 @@ def test_round_trip_runs_the_job_on_the_box_and_leaves_nothing(
     assert not (outcome.artifacts / "outputs").exists()  # only what was listed came back
     assert standin.alive() == [] and outcome.state.status == "cost-logged"
     assert standin.requests.count("POST /api/v1/instance-operations/terminate") == 2  # a 500, then accepted
-    for expected in ("parity: python, torch, transformers, tokenizers and the lock hash agree", "send burst_job.py",
-                     "smoke run: ok", "job: ok", "re-listed: standin-", "within it"):  # fmt: skip
+    for expected in (
+        "parity: python, torch, transformers, tokenizers and the lock hash agree",
+        "send burst_job.py",
+        "smoke run: ok",
+        "job: ok",
+        "re-listed: standin-",
+        "within it",
+    ):
         assert expected in printed, expected
     (line,) = [json.loads(x) for x in (plan.run_dir / "ledger.jsonl").read_text().splitlines()]
     assert line["kind"] == "burst" and line["cost_usd"] == pytest.approx(outcome.state.cost_usd)
@@ -246,8 +284,23 @@ def test_a_payload_off_the_allow_list_is_refused_before_anything_is_launched(
 
 def test_dry_run_prints_the_plan_and_touches_nothing(tmp_path: Path) -> None:
     run_dir = tmp_path / "never"
-    done = subprocess.run([sys.executable, "-m", "coordinator", "burst", "--dry-run", "--run-dir", str(run_dir), "--hours", "2"],
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "LAMBDA_API_URL": "http://127.0.0.1:9/api/v1", "SPOTBATCH_HOME": str(tmp_path)})  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coordinator",
+            "burst",
+            "--dry-run",
+            "--run-dir",
+            str(run_dir),
+            "--hours",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "LAMBDA_API_URL": "http://127.0.0.1:9/api/v1", "SPOTBATCH_HOME": str(tmp_path)},
+    )
     assert done.returncode == 0, done.stderr
     assert (
         "estimate $4.47 (+25% margin)" in done.stdout and "nothing is launched" in done.stdout
@@ -257,17 +310,42 @@ def test_dry_run_prints_the_plan_and_touches_nothing(tmp_path: Path) -> None:
 
 def cli_env(standin: LambdaStandIn, home: Path) -> dict[str, str]:
     """SPOTBATCH_HOME: the spend log and MLflow of these runs go to the test's folder."""
-    return {**os.environ, "LAMBDA_API_KEY": API_KEY, "LAMBDA_API_URL": standin.api_url, "PYTHONUNBUFFERED": "1",
-            "SPOTBATCH_HOME": str(home)}  # fmt: skip
+    return {
+        **os.environ,
+        "LAMBDA_API_KEY": API_KEY,
+        "LAMBDA_API_URL": standin.api_url,
+        "PYTHONUNBUFFERED": "1",
+        "SPOTBATCH_HOME": str(home),
+    }
 
 
 def start_cli(standin: LambdaStandIn, box: LocalSshd, payload: Path, run_dir: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "coordinator", "burst", "--payload", str(payload), "--run-dir", str(run_dir),
-         "--ssh-key-name", "standin-key", "--ssh-key", str(box.client_key), "--ssh-user", box.user,
-         "--remote-python", sys.executable, "--ceiling", "5"],
-        env=cli_env(standin, run_dir.parent / "home"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "coordinator",
+            "burst",
+            "--payload",
+            str(payload),
+            "--run-dir",
+            str(run_dir),
+            "--ssh-key-name",
+            "standin-key",
+            "--ssh-key",
+            str(box.client_key),
+            "--ssh-user",
+            box.user,
+            "--remote-python",
+            sys.executable,
+            "--ceiling",
+            "5",
+        ],
+        env=cli_env(standin, run_dir.parent / "home"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def wait_for_launch(run_dir: Path, timeout: float = 60.0) -> BurstState:
@@ -281,7 +359,9 @@ def wait_for_launch(run_dir: Path, timeout: float = 60.0) -> BurstState:
     raise AssertionError("the CLI never recorded a launched instance")
 
 
-def test_sigterm_after_launch_tears_down_and_exits_non_zero(standin: LambdaStandIn, box: LocalSshd, payload: Path, tmp_path: Path) -> None:  # fmt: skip
+def test_sigterm_after_launch_tears_down_and_exits_non_zero(
+    standin: LambdaStandIn, box: LocalSshd, payload: Path, tmp_path: Path
+) -> None:
     standin.boot_seconds = 30.0  # it will still be booting when the signal comes
     run_dir = tmp_path / "run"
     process = start_cli(standin, box, payload, run_dir)
@@ -296,7 +376,9 @@ def test_sigterm_after_launch_tears_down_and_exits_non_zero(standin: LambdaStand
     assert (tmp_path / "home" / "runs" / "mlflow.db").is_file()  # the cost went to MLflow, without the key
 
 
-def test_burst_down_tears_down_after_the_cli_was_killed(standin: LambdaStandIn, box: LocalSshd, payload: Path, tmp_path: Path) -> None:  # fmt: skip
+def test_burst_down_tears_down_after_the_cli_was_killed(
+    standin: LambdaStandIn, box: LocalSshd, payload: Path, tmp_path: Path
+) -> None:
     standin.boot_seconds = 30.0
     run_dir = tmp_path / "run"
     process = start_cli(standin, box, payload, run_dir)
@@ -304,14 +386,24 @@ def test_burst_down_tears_down_after_the_cli_was_killed(standin: LambdaStandIn, 
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=30)
     assert standin.alive() == [state.instance_id]  # killed with its box running: what `burst down` is for
-    down = subprocess.run([sys.executable, "-m", "coordinator", "burst", "down", "--run-dir", str(run_dir)],
-                          env=cli_env(standin, tmp_path / "home"), capture_output=True, text=True, timeout=120)  # fmt: skip
+    down = subprocess.run(
+        [sys.executable, "-m", "coordinator", "burst", "down", "--run-dir", str(run_dir)],
+        env=cli_env(standin, tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert down.returncode == 0, down.stdout + down.stderr
     assert standin.alive() == [] and "is gone; cost $" in down.stdout
     (line,) = [json.loads(x) for x in (run_dir / "ledger.jsonl").read_text().splitlines()]
     assert line["kind"] == "burst" and line["boot_utc"] == state.boot_utc
-    again = subprocess.run([sys.executable, "-m", "coordinator", "burst", "down", "--run-dir", str(run_dir)],
-                           env=cli_env(standin, tmp_path / "home"), capture_output=True, text=True, timeout=60)  # fmt: skip
+    again = subprocess.run(
+        [sys.executable, "-m", "coordinator", "burst", "down", "--run-dir", str(run_dir)],
+        env=cli_env(standin, tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert again.returncode == 0 and "already logged" in again.stdout
     assert len((run_dir / "ledger.jsonl").read_text().splitlines()) == 1  # the cost is logged once
     assert_key_nowhere(tmp_path, text=down.stdout + down.stderr)

@@ -41,9 +41,17 @@ def stack(aws_credentials: None, tmp_path: Path) -> Iterator[Infrastructure]:
 
 def settings(tmp_path: Path, model: Path, dataset: Path, **overrides: Any) -> SimulationSettings:
     base: dict[str, Any] = dict(
-        out_dir=tmp_path / "runs" / "t", model=model, dataset=dataset, rows=ROWS, segments=4,
-        interruption_probability=0.0, batch_size=16, checkpoint_every=4, mlflow=False, spot_share=0.75,
-    )  # fmt: skip
+        out_dir=tmp_path / "runs" / "t",
+        model=model,
+        dataset=dataset,
+        rows=ROWS,
+        segments=4,
+        interruption_probability=0.0,
+        batch_size=16,
+        checkpoint_every=4,
+        mlflow=False,
+        spot_share=0.75,
+    )
     base.update(overrides)
     return SimulationSettings(**base)
 
@@ -67,9 +75,12 @@ def test_hybrid_with_forced_interruptions_equals_an_uninterrupted_run(
     stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
 ) -> None:
     config = settings(
-        tmp_path, busy_model_dir, sentences_parquet, runs={"on-demand": 1, "hybrid": 1},
+        tmp_path,
+        busy_model_dir,
+        sentences_parquet,
+        runs={"on-demand": 1, "hybrid": 1},
         forced_interruptions={"hybrid-01": [20.0, 40.0]},
-    )  # fmt: skip
+    )
     on_demand, hybrid = run_matrix(config, stack)
     input_ids = pq.read_table(sentences_parquet).column("id").to_pylist()
     for run in (on_demand, hybrid):
@@ -113,9 +124,12 @@ def test_throttling_500s_and_spot_capacity_are_handled_per_policy(
     assert outcome.api_retries == 4  # two throttled and two 500 calls, each retried by the fleet
     record = json.loads((run.result.run_dir / "run.json").read_text())
     assert record["faults_injected"] == [
-        "RunInstances: RequestLimitExceeded", "RunInstances: RequestLimitExceeded",
-        "RunInstances: InternalError", "RunInstances: InternalError", "RunInstances: InsufficientInstanceCapacity",
-    ]  # fmt: skip
+        "RunInstances: RequestLimitExceeded",
+        "RunInstances: RequestLimitExceeded",
+        "RunInstances: InternalError",
+        "RunInstances: InternalError",
+        "RunInstances: InsufficientInstanceCapacity",
+    ]
     log = events(run.result.run_dir)
     failed = [e for e in log if e["to_state"] == "FAILED_LAUNCH"]
     assert len(failed) == 1 and "InsufficientInstanceCapacity" in failed[0]["reason"]
@@ -144,16 +158,47 @@ def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
     outputs.write_text(json.dumps({k: {"value": v} for k, v in stack.outputs.items()}))
     run_dir, job = tmp_path / "run", "kill-9"
     command = [
-        sys.executable, "-m", "coordinator", "run", "--outputs", str(outputs), "--endpoint", endpoint,
-        "--job-id", job, "--run-dir", str(run_dir), "--input-key", DATASET_KEY, "--rows", str(ROWS),
-        "--segments", "4", "--policy", "spot-only", "--time-scale", "30", "--cycle-seconds", "0.3",
-        "--heartbeat-timeout", "8", "--boot-timeout", "60", "--spend-log", str(tmp_path / "spend.jsonl"),
-        "--ceiling", "1000",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "coordinator",
+        "run",
+        "--outputs",
+        str(outputs),
+        "--endpoint",
+        endpoint,
+        "--job-id",
+        job,
+        "--run-dir",
+        str(run_dir),
+        "--input-key",
+        DATASET_KEY,
+        "--rows",
+        str(ROWS),
+        "--segments",
+        "4",
+        "--policy",
+        "spot-only",
+        "--time-scale",
+        "30",
+        "--cycle-seconds",
+        "0.3",
+        "--heartbeat-timeout",
+        "8",
+        "--boot-timeout",
+        "60",
+        "--spend-log",
+        str(tmp_path / "spend.jsonl"),
+        "--ceiling",
+        "1000",
+    ]
     env = {**os.environ, **stack.env}
     worker_settings = WorkerSettings(
-        bucket="spotbatch-test", model=str(busy_model_dir), aws_env=stack.env, batch_size=16, checkpoint_every=4,
-    )  # fmt: skip
+        bucket="spotbatch-test",
+        model=str(busy_model_dir),
+        aws_env=stack.env,
+        batch_size=16,
+        checkpoint_every=4,
+    )
     with (
         MetadataServer() as imds,
         InstanceRuntime(ec2, worker_settings, imds=imds, log_dir=tmp_path / "workers", job_id=job) as runtime,
@@ -214,10 +259,26 @@ def test_run_cli_names_a_bad_outputs_file(tmp_path: Path) -> None:
     outputs = tmp_path / "outputs.json"
     outputs.write_text(json.dumps({"bucket": {"value": "b"}}))
     result = subprocess.run(
-        [sys.executable, "-m", "coordinator", "run", "--outputs", str(outputs), "--job-id", "j",
-         "--input-key", "k", "--rows", "10", "--endpoint", "http://127.0.0.1:1"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "coordinator",
+            "run",
+            "--outputs",
+            str(outputs),
+            "--job-id",
+            "j",
+            "--input-key",
+            "k",
+            "--rows",
+            "10",
+            "--endpoint",
+            "http://127.0.0.1:1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert f"{outputs}: no 'launch_template_ids' output" in result.stderr
 
@@ -261,10 +322,18 @@ def test_deadline_policy_goes_on_demand_in_an_outage_and_back_to_spot_after_it(
     checkpoint) and the segment continues on spot."""
     trace = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "outage-every-8-min.json"
     (run,) = run_matrix(
-        settings(tmp_path, busy_model_dir, sentences_parquet, runs={"deadline": 1}, trace=trace,
-                 deadline_seconds=3600.0, segments=2, time_scale=60.0),
+        settings(
+            tmp_path,
+            busy_model_dir,
+            sentences_parquet,
+            runs={"deadline": 1},
+            trace=trace,
+            deadline_seconds=3600.0,
+            segments=2,
+            time_scale=60.0,
+        ),
         stack,
-    )  # fmt: skip
+    )
     outcome = run.result.outcome
     assert outcome.succeeded, outcome.failures
     record = json.loads((run.result.run_dir / "run.json").read_text())
@@ -282,7 +351,8 @@ def test_deadline_policy_goes_on_demand_in_an_outage_and_back_to_spot_after_it(
         ]
         return bool(later) and later[0].market == "spot"
 
-    # the next instance after a switch is spot (a spot launch refused in a new outage may send it to on-demand)
+    # the next instance after a switch is spot (a spot launch refused in a new outage may send it to
+    # on-demand)
     assert any(continued_on_spot(a) for a in switched), [
         (a.segment_id, a.market, a.end_reason) for a in outcome.attempts
     ]

@@ -41,7 +41,8 @@ def test_csv_with_named_text_column_and_no_ids(
 def test_jsonl_keeps_ids_and_labels(tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "data.jsonl"
     source.write_text(
-        '{"id": "a1", "text": "fine", "label": "positive"}\n{"id": "b2", "text": "bad", "label": "negative"}\n'
+        '{"id": "a1", "text": "fine", "label": "positive"}\n'
+        '{"id": "b2", "text": "bad", "label": "negative"}\n'
     )
     assert prepare(capsys, "--input", str(source), "--output", str(out))[0] == 0
     table = pq.read_table(out)

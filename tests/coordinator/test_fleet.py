@@ -30,14 +30,24 @@ def templates(ec2: Any) -> dict[str, str]:
         data: dict[str, Any] = {"ImageId": image, "InstanceType": "p3.2xlarge"}
         if market == "spot":
             data["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": {"MaxPrice": "3.06"}}
-        made[market] = ec2.create_launch_template(LaunchTemplateName=f"t-{market}", LaunchTemplateData=data)["LaunchTemplate"]["LaunchTemplateId"]  # fmt: skip
+        made[market] = ec2.create_launch_template(LaunchTemplateName=f"t-{market}", LaunchTemplateData=data)[
+            "LaunchTemplate"
+        ]["LaunchTemplateId"]
     return made
 
 
 def request(
     segment: str = "seg-0000", attempt: str = "job-1/seg-0000/1", market: str = "spot"
 ) -> LaunchRequest:
-    return LaunchRequest(job_id="job-1", segment_id=segment, attempt_id=attempt, market=market, start=0, stop=100, input_key="data/x.parquet")  # fmt: skip
+    return LaunchRequest(
+        job_id="job-1",
+        segment_id=segment,
+        attempt_id=attempt,
+        market=market,
+        start=0,
+        stop=100,
+        input_key="data/x.parquet",
+    )
 
 
 def test_launch_tags_and_terminate_confirmed(ec2: Any) -> None:

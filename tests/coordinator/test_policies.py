@@ -21,12 +21,16 @@ def test_registry_lists_the_policies_and_refuses_unknown_names() -> None:
     assert {"on-demand", "spot-only", "hybrid"} <= set(policy_names())
     with pytest.raises(
         UnknownPolicy,
-        match=r"unknown policy .spot-mostly.; valid: deadline, greedy, hybrid, on-demand, safety-greedy, spot-only, uniform-progress",
+        match=r"unknown policy .spot-mostly.; valid: deadline, greedy, hybrid, on-demand, safety-greedy, "
+        r"spot-only, uniform-progress",
     ):
         make_policy("spot-mostly")
 
 
-@pytest.mark.parametrize(("share", "count", "on_demand"), [(0.9, 10, [9]), (0.9, 20, [9, 19]), (0.75, 8, [3, 7]), (1.0, 5, []), (0.0, 3, [0, 1, 2])])  # fmt: skip
+@pytest.mark.parametrize(
+    ("share", "count", "on_demand"),
+    [(0.9, 10, [9]), (0.9, 20, [9, 19]), (0.75, 8, [3, 7]), (1.0, 5, []), (0.0, 3, [0, 1, 2])],
+)
 def test_hybrid_spreads_its_on_demand_share_evenly(share: float, count: int, on_demand: list[int]) -> None:
     policy = recovery("hybrid", spot_share=share)
     markets = [policy.launch(i, count) for i in range(count)]

@@ -34,9 +34,14 @@ def ec2(aws_credentials: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]
 
 def plan(**overrides: Any) -> preflight.LaunchPlan:
     fields: dict[str, Any] = dict(
-        job_id="job-1", estimate_usd=1.0, price=QUOTE, price_snapshot=date.today(),
-        shutdown_behavior="terminate", max_lifetime_seconds=3_600, sync_dir=None,
-    )  # fmt: skip
+        job_id="job-1",
+        estimate_usd=1.0,
+        price=QUOTE,
+        price_snapshot=date.today(),
+        shutdown_behavior="terminate",
+        max_lifetime_seconds=3_600,
+        sync_dir=None,
+    )
     fields.update(overrides)
     return preflight.LaunchPlan(**fields)
 
@@ -45,9 +50,12 @@ def run_instance(ec2: Any, job: str) -> str:
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
     tags = [{"Key": "Project", "Value": "spotbatch"}, {"Key": "spotbatch:job", "Value": job}]
     instance = ec2.run_instances(
-        ImageId=image, MinCount=1, MaxCount=1, InstanceType="p3.2xlarge",
+        ImageId=image,
+        MinCount=1,
+        MaxCount=1,
+        InstanceType="p3.2xlarge",
         TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
-    )["Instances"][0]  # fmt: skip
+    )["Instances"][0]
     return str(instance["InstanceId"])
 
 
@@ -108,9 +116,19 @@ def test_cli_refuses_then_proceeds_on_the_record(
     ec2: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stray = run_instance(ec2, "old-job")
-    common = ["preflight", "--estimate", "1.0", "--job-id", "job-2", "--spend-log", str(tmp_path / "spend.jsonl"),
-              "--preflight-log", str(tmp_path / "preflight.jsonl"),
-              "--override", "price-of-the-day=table checked by hand for this test"]  # fmt: skip
+    common = [
+        "preflight",
+        "--estimate",
+        "1.0",
+        "--job-id",
+        "job-2",
+        "--spend-log",
+        str(tmp_path / "spend.jsonl"),
+        "--preflight-log",
+        str(tmp_path / "preflight.jsonl"),
+        "--override",
+        "price-of-the-day=table checked by hand for this test",
+    ]
     assert main(common) == 4
     out, err = capsys.readouterr()
     assert f"FAIL       no-stray-instances  1 instance(s) of the project alive: {stray}" in out

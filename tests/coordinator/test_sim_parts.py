@@ -89,11 +89,15 @@ def test_trace_replay_orientation_offset_and_errors(tmp_path: Path) -> None:
 def test_fault_proxy_answers_with_aws_errors_that_the_fleet_sorts(moto_endpoint: str) -> None:
     with FaultProxy(moto_endpoint) as proxy:
         ec2: Any = boto3.client(
-            "ec2", endpoint_url=proxy.endpoint, region_name="us-east-1",
+            "ec2",
+            endpoint_url=proxy.endpoint,
+            region_name="us-east-1",
             config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
-        )  # fmt: skip
+        )
         image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]  # forwarded to moto
-        template = ec2.create_launch_template(LaunchTemplateName="t", LaunchTemplateData={"ImageId": image})["LaunchTemplate"]["LaunchTemplateId"]  # fmt: skip
+        template = ec2.create_launch_template(LaunchTemplateName="t", LaunchTemplateData={"ImageId": image})[
+            "LaunchTemplate"
+        ]["LaunchTemplateId"]
         fleet = Fleet(ec2, templates={"spot": template}, subnet_id=None, base_delay=0.01)
         request = dict(job_id="j", segment_id="seg-0000", market="spot", start=0, stop=10, input_key="k")
         from coordinator.job.launch_contract import LaunchRequest
@@ -113,20 +117,39 @@ def test_fault_proxy_answers_with_aws_errors_that_the_fleet_sorts(moto_endpoint:
             fleet.launch(LaunchRequest(attempt_id="j/seg-0000/3", **request))  # type: ignore[arg-type]
         assert not isinstance(error.value, CapacityError) and len(error.value.history) == 1
         assert proxy.injected == [
-            "RunInstances: RequestLimitExceeded", "RunInstances: InternalError", "RunInstances: HTML page",
-            "RunInstances: InsufficientInstanceCapacity", "RunInstances: UnauthorizedOperation",
-        ]  # fmt: skip
+            "RunInstances: RequestLimitExceeded",
+            "RunInstances: InternalError",
+            "RunInstances: HTML page",
+            "RunInstances: InsufficientInstanceCapacity",
+            "RunInstances: UnauthorizedOperation",
+        ]
 
 
 def _segment_output(store: LocalStore, segment: str, rows: list[tuple[Any, str, float]], start: int) -> None:
     key = f"parts/{segment}/{start:08d}-{start + len(rows):08d}.csv"
     store.put(key, encode_part(rows))
-    save_checkpoint(store, Checkpoint(segment, start, start + len(rows), 64, 50, next_batch=1, rows_done=len(rows), parts=[key], done=True))  # fmt: skip
+    save_checkpoint(
+        store,
+        Checkpoint(
+            segment,
+            start,
+            start + len(rows),
+            64,
+            50,
+            next_batch=1,
+            rows_done=len(rows),
+            parts=[key],
+            done=True,
+        ),
+    )
 
 
 def test_merge_writes_every_row_once_or_names_what_is_wrong(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
-    pq.write_table(pa.table({"id": [5, 6, 7, 8], "text": list("abcd"), "label": ["x"] * 4}), tmp_path / "data" / "in.parquet")  # fmt: skip
+    pq.write_table(
+        pa.table({"id": [5, 6, 7, 8], "text": list("abcd"), "label": ["x"] * 4}),
+        tmp_path / "data" / "in.parquet",
+    )
     data = LocalStore(tmp_path / "data")
     job = LocalStore(tmp_path / "job")
     _segment_output(job, "seg-0000", [(5, "positive", 0.9), (6, "negative", 0.8)], 0)

@@ -170,7 +170,13 @@ def test_traces_windows_and_run_lengths() -> None:
     assert min(runs.available) >= 5 and max(runs.unavailable) <= 20
     assert sum(runs.available) + sum(runs.unavailable) == 400
     assert len(runs.sample(1000, random.Random(1))) == 1000
-    short = WhatIfJob(work_seconds=36_000, deadline_seconds=43_200, changeover_seconds=360, spot_usd_per_hour=1, on_demand_usd_per_hour=3)  # fmt: skip
+    short = WhatIfJob(
+        work_seconds=36_000,
+        deadline_seconds=43_200,
+        changeover_seconds=360,
+        spot_usd_per_hour=1,
+        on_demand_usd_per_hour=3,
+    )
     with pytest.raises(
         WhatIfError, match=r"trace synthetic-zone: 21.7 h is too short for a deadline of 12 h"
     ):
@@ -183,7 +189,13 @@ def test_traces_windows_and_run_lengths() -> None:
 
 def test_study_summary_orders_the_optimum_first_and_counts_deadlines() -> None:
     trace = AvailabilityTrace.load(FIXTURES / "synthetic-zone.json")
-    small = WhatIfJob(work_seconds=3600, deadline_seconds=7200, changeover_seconds=360, spot_usd_per_hour=1, on_demand_usd_per_hour=3)  # fmt: skip
+    small = WhatIfJob(
+        work_seconds=3600,
+        deadline_seconds=7200,
+        changeover_seconds=360,
+        spot_usd_per_hour=1,
+        on_demand_usd_per_hour=3,
+    )
     windows = trace_windows(trace, small, 10, random.Random(0))
     rows = summarise(run_study(DEFAULT_POLICIES, small, windows), small)
     assert [r.policy for r in rows] == ["optimum", *DEFAULT_POLICIES]
@@ -196,13 +208,25 @@ def test_study_summary_orders_the_optimum_first_and_counts_deadlines() -> None:
 
 
 def spotbatch(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "coordinator", "whatif", *args], capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", "whatif", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_whatif_cli_on_a_fixture_trace(tmp_path: Path) -> None:
     out = tmp_path / "runs.jsonl"
-    result = spotbatch("--trace", str(FIXTURES / "synthetic-zone.json"), "--work-hours", "1", "--deadline-hours", "2",
-                       "--runs", "5", "--json", str(out))  # fmt: skip
+    result = spotbatch(
+        "--trace",
+        str(FIXTURES / "synthetic-zone.json"),
+        "--work-hours",
+        "1",
+        "--deadline-hours",
+        "2",
+        "--runs",
+        "5",
+        "--json",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr
     assert "| optimum | 5 |" in result.stdout and "| deadline | 5 |" in result.stdout
     assert "spot 0.918 $/h, on-demand 3.06 $/h" in result.stdout  # the price table's p3.2xlarge
@@ -210,8 +234,24 @@ def test_whatif_cli_on_a_fixture_trace(tmp_path: Path) -> None:
     assert len(lines) == 5 * (len(DEFAULT_POLICIES) + 1)
     assert all(line["optimum_usd"] <= line["cost_usd"] + 1e-9 for line in lines if line["deadline_met"])
 
-    one = spotbatch("--model", "random", "--rows", "36000", "--rows-per-s", "10", "--deadline-hours", "2",
-                    "--runs", "1", "--checkpoint-seconds", "600", "--spot-price", "1", "--on-demand-price", "3")  # fmt: skip
+    one = spotbatch(
+        "--model",
+        "random",
+        "--rows",
+        "36000",
+        "--rows-per-s",
+        "10",
+        "--deadline-hours",
+        "2",
+        "--runs",
+        "1",
+        "--checkpoint-seconds",
+        "600",
+        "--spot-price",
+        "1",
+        "--on-demand-price",
+        "3",
+    )
     assert one.returncode == 0, one.stderr
     assert "one run (random 30%/300s #0):" in one.stdout and "rows redone" in one.stdout
 
@@ -219,14 +259,35 @@ def test_whatif_cli_on_a_fixture_trace(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--trace", "missing.json", "--work-hours", "1", "--deadline-hours", "2"], "--trace missing.json: no such file or folder"),
+        (
+            ["--trace", "missing.json", "--work-hours", "1", "--deadline-hours", "2"],
+            "--trace missing.json: no such file or folder",
+        ),
         (["--work-hours", "1", "--deadline-hours", "2"], "--model trace needs --trace FILE|FOLDER"),
         (["--model", "random", "--rows", "10", "--deadline-hours", "2"], "--rows needs --rows-per-s"),
-        (["--model", "random", "--work-hours", "3", "--deadline-hours", "2"], "deadline_seconds=7200 is shorter"),
-        (["--model", "random", "--work-hours", "1", "--deadline-hours", "2", "--policies", "greedy,fastest"], "unknown policy 'fastest'"),
-        (["--model", "random", "--work-hours", "1", "--deadline-hours", "2", "--instance-type", "x9.huge"], "no spot price for aws x9.huge"),
+        (
+            ["--model", "random", "--work-hours", "3", "--deadline-hours", "2"],
+            "deadline_seconds=7200 is shorter",
+        ),
+        (
+            [
+                "--model",
+                "random",
+                "--work-hours",
+                "1",
+                "--deadline-hours",
+                "2",
+                "--policies",
+                "greedy,fastest",
+            ],
+            "unknown policy 'fastest'",
+        ),
+        (
+            ["--model", "random", "--work-hours", "1", "--deadline-hours", "2", "--instance-type", "x9.huge"],
+            "no spot price for aws x9.huge",
+        ),
     ],
-)  # fmt: skip
+)
 def test_whatif_cli_refuses_bad_input_by_name(args: list[str], message: str) -> None:
     result = spotbatch(*args)
     assert result.returncode == 2 and message in result.stderr, result.stderr

@@ -34,12 +34,32 @@ def runs_folder(
         for name, value in {**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": "us-east-1"}.items():
             env.setenv(name, value)
         settings = SimulationSettings(
-            out_dir=tmp / "simulate-test", model=tiny_model_dir, dataset=sentences_parquet, runs=RUNS, rows=1_500,
-            segments=4, interruption_probability=0.0, batch_size=16, checkpoint_every=4, mlflow=False, spot_share=0.75,
+            out_dir=tmp / "simulate-test",
+            model=tiny_model_dir,
+            dataset=sentences_parquet,
+            runs=RUNS,
+            rows=1_500,
+            segments=4,
+            interruption_probability=0.0,
+            batch_size=16,
+            checkpoint_every=4,
+            mlflow=False,
+            spot_share=0.75,
             forced_interruptions={"hybrid-01": [15.0], "hybrid-02": [15.0, 30.0], "spot-only-01": [15.0]},
-        )  # fmt: skip
+        )
         run_matrix(settings, make_stack(server.endpoint))
-        (settings.out_dir / "simulation.json").write_text(json.dumps({"runs": RUNS, "rows": 1500, "segments": 4, "time_scale": 30.0, "seed": 0, "interruption_model": "forced (test)"}))  # fmt: skip
+        (settings.out_dir / "simulation.json").write_text(
+            json.dumps(
+                {
+                    "runs": RUNS,
+                    "rows": 1500,
+                    "segments": 4,
+                    "time_scale": 30.0,
+                    "seed": 0,
+                    "interruption_model": "forced (test)",
+                }
+            )
+        )
     yield settings.out_dir
 
 
@@ -58,7 +78,10 @@ def png_size(path: Path) -> tuple[int, int]:
 def test_tables_match_the_ledgers_and_charts_are_sane(runs_folder: Path, tmp_path: Path) -> None:
     paths = build_report(runs_folder, tmp_path / "out")
     report = paths.markdown.read_text()
-    costs = {c: [ledger_totals(runs_folder / f"{c}-{i:02d}")["total_cost_usd"] for i in range(1, n + 1)] for c, n in RUNS.items()}  # fmt: skip
+    costs = {
+        c: [ledger_totals(runs_folder / f"{c}-{i:02d}")["total_cost_usd"] for i in range(1, n + 1)]
+        for c, n in RUNS.items()
+    }
     baseline = statistics.mean(costs["on-demand"])
     for config, values in costs.items():
         row = next(line for line in report.splitlines() if line.startswith(f"| {config} |"))
@@ -104,7 +127,10 @@ def test_missing_partial_and_corrupt_runs_are_named(runs_folder: Path, tmp_path:
         (copy / "spot-only-01" / "ledger.jsonl").read_text().splitlines()[0] + "\n"
     )
     folder = load_runs(copy)
-    assert folder.missing == ["spot-only-01: ledger.jsonl has no job line (the run was cut short)", "hybrid-02: no run.json (the run did not finish)"]  # fmt: skip
+    assert folder.missing == [
+        "spot-only-01: ledger.jsonl has no job line (the run was cut short)",
+        "hybrid-02: no run.json (the run did not finish)",
+    ]
     paths = build_report(copy, tmp_path / "out")
     assert "hybrid-02: no run.json" in paths.markdown.read_text()
     ledger = copy / "hybrid-01" / "ledger.jsonl"
@@ -113,14 +139,21 @@ def test_missing_partial_and_corrupt_runs_are_named(runs_folder: Path, tmp_path:
     ledger.write_text("\n".join(lines) + "\n")
     with pytest.raises(ReportError, match=rf"{ledger}:2: corrupt ledger line"):
         load_runs(copy)
-    result = subprocess.run([sys.executable, "-m", "reports", "--runs", str(copy), "--out", str(tmp_path / "x")], capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "reports", "--runs", str(copy), "--out", str(tmp_path / "x")],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2 and f"{ledger}:2" in result.stderr
 
 
 def test_no_runs_tells_the_user_what_to_run(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "coordinator", "report"], capture_output=True, text=True, env={**__import__("os").environ, "SPOTBATCH_HOME": str(tmp_path)}
-    )  # fmt: skip
+        [sys.executable, "-m", "coordinator", "report"],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "SPOTBATCH_HOME": str(tmp_path)},
+    )
     assert result.returncode == 2
     assert "run `make simulate`" in result.stderr
 
@@ -133,7 +166,17 @@ def test_html_opens_in_headless_chromium(runs_folder: Path, tmp_path: Path) -> N
     paths = build_report(runs_folder, tmp_path / "out")
     shot = tmp_path / "shot.png"
     subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,2400", f"--screenshot={shot}", paths.html.as_uri()],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1200,2400",
+            f"--screenshot={shot}",
+            paths.html.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert png_size(shot) == (1200, 2400) and shot.stat().st_size > 50_000

@@ -18,4 +18,7 @@ def terraform_ready() -> None:
     if shutil.which("terraform") is None:
         pytest.skip("terraform is not on PATH")
     if find_mirror() is None:
-        pytest.skip("no hashicorp/aws provider mirror found (set SPOTBATCH_TF_PLUGIN_MIRROR); the registry is unreachable offline")  # fmt: skip
+        pytest.skip(
+            "no hashicorp/aws provider mirror found (set SPOTBATCH_TF_PLUGIN_MIRROR); the registry is "
+            "unreachable offline"
+        )

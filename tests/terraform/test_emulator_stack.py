@@ -40,15 +40,22 @@ def test_apply_launch_destroy_leaves_nothing(
         ]
         launched = []
         for market, template_id in outputs["launch_template_ids"].items():
-            data = ec2.describe_launch_template_versions(LaunchTemplateId=template_id)["LaunchTemplateVersions"][0]["LaunchTemplateData"]  # fmt: skip
+            data = ec2.describe_launch_template_versions(LaunchTemplateId=template_id)[
+                "LaunchTemplateVersions"
+            ][0]["LaunchTemplateData"]
             assert data["MetadataOptions"]["HttpTokens"] == "required"
             assert data["BlockDeviceMappings"][0]["Ebs"]["Encrypted"] is True
             if market == "spot":
                 assert data["InstanceMarketOptions"]["SpotOptions"]["MaxPrice"] == "3.06"
             instance = ec2.run_instances(
-                LaunchTemplate={"LaunchTemplateId": template_id}, MinCount=1, MaxCount=1, SubnetId=outputs["subnet_id"],
-                TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "spotbatch:job", "Value": "e2e"}]}],
-            )["Instances"][0]  # fmt: skip
+                LaunchTemplate={"LaunchTemplateId": template_id},
+                MinCount=1,
+                MaxCount=1,
+                SubnetId=outputs["subnet_id"],
+                TagSpecifications=[
+                    {"ResourceType": "instance", "Tags": [{"Key": "spotbatch:job", "Value": "e2e"}]}
+                ],
+            )["Instances"][0]
             tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
             assert tags["spotbatch:market"] == market and tags["spotbatch:job"] == "e2e"
             assert tags["Project"] == "spotbatch" and tags["spotbatch:max-lifetime-seconds"] == "21600"

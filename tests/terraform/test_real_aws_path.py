@@ -34,8 +34,14 @@ def spotbatch(
 def test_apply_real_needs_confirmation_then_applies_the_saved_plan(
     moto_endpoint: str, tmp_path: Path, terraform_ready: None
 ) -> None:
-    real = ["--bucket-name", "spotbatch-real-test", "--worker-image", "registry.example/spotbatch:1",
-            "--override", "price-of-the-day=test against an emulator"]  # fmt: skip
+    real = [
+        "--bucket-name",
+        "spotbatch-real-test",
+        "--worker-image",
+        "registry.example/spotbatch:1",
+        "--override",
+        "price-of-the-day=test against an emulator",
+    ]
     refused = spotbatch("infra", "apply-real", *real, home=tmp_path)
     assert refused.returncode == 5, refused.stderr  # declined at the prompt
     assert "Plan:" in refused.stdout and "refusing to apply this plan without CONFIRM=yes" in refused.stderr
@@ -56,5 +62,14 @@ def test_apply_real_needs_confirmation_then_applies_the_saved_plan(
         LaunchTemplate={"LaunchTemplateId": spot_template["LaunchTemplateId"]}, MinCount=1, MaxCount=1
     )
     # destroy-real re-lists: an instance launched outside Terraform keeps it from saying "nothing left"
-    leftover = spotbatch("infra", "destroy-real", "--bucket-name", "spotbatch-real-test", "--worker-image", "x", home=tmp_path, env_extra={"CONFIRM": "yes"})  # fmt: skip
+    leftover = spotbatch(
+        "infra",
+        "destroy-real",
+        "--bucket-name",
+        "spotbatch-real-test",
+        "--worker-image",
+        "x",
+        home=tmp_path,
+        env_extra={"CONFIRM": "yes"},
+    )
     assert leftover.returncode == 1 and "instances tagged Project=spotbatch are alive" in leftover.stderr

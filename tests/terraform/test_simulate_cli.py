@@ -16,11 +16,31 @@ def test_simulate_quick_matrix_through_the_cli(
 ) -> None:
     out = tmp_path / "runs" / "sim"
     result = subprocess.run(
-        [sys.executable, "-m", "coordinator", "simulate", "--quick", "--runs", "on-demand=1,spot-only=1,hybrid=1,deadline=1",
-         "--rows", "1500", "--model", str(tiny_model_dir), "--dataset", str(sentences_parquet), "--out", str(out),
-         "--interruption-probability", "0.5", "--seed", "3"],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "coordinator",
+            "simulate",
+            "--quick",
+            "--runs",
+            "on-demand=1,spot-only=1,hybrid=1,deadline=1",
+            "--rows",
+            "1500",
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            str(sentences_parquet),
+            "--out",
+            str(out),
+            "--interruption-probability",
+            "0.5",
+            "--seed",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     assert "instances left: 0 (re-listed)" in result.stdout
     assert "| hybrid | 1 |" in result.stdout and "1500/1500" in result.stdout
@@ -39,6 +59,9 @@ def test_simulate_quick_matrix_through_the_cli(
         assert (out / name / "ledger.jsonl").is_file() and (out / name / "events.jsonl").is_file()
     assert (tmp_path / "runs" / "mlflow.db").is_file()  # the ledger's MLflow runs
     status = subprocess.run(
-        [sys.executable, "-m", "coordinator", "status", str(out / "hybrid-01")], capture_output=True, text=True, timeout=60
-    )  # fmt: skip
+        [sys.executable, "-m", "coordinator", "status", str(out / "hybrid-01")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert status.returncode == 0 and "seg-0003" in status.stdout and "DONE" in status.stdout

@@ -1,11 +1,13 @@
 """Lambda Cloud's public REST API (https://cloud.lambda.ai/api/v1), the calls a burst needs.
 
     GET  /instance-types                    {"data": {name: {"instance_type": {..., "price_cents_per_hour",
-                                              "specs": {"gpus", ...}}, "regions_with_capacity_available": [...]}}}
+                                              "specs": {"gpus", ...}},
+                                              "regions_with_capacity_available": [...]}}}
     POST /instance-operations/launch        {"region_name", "instance_type_name", "ssh_key_names", "name"}
                                             -> {"data": {"instance_ids": [...]}}
     GET  /instances, /instances/<id>        {"data": [...]} / {"data": {"id", "name", "ip", "status", ...}}
-    POST /instance-operations/terminate     {"instance_ids": [...]} -> {"data": {"terminated_instances": [...]}}
+    POST /instance-operations/terminate     {"instance_ids": [...]}
+                                            -> {"data": {"terminated_instances": [...]}}
     errors                                  {"error": {"code", "message", "suggestion"?}}, HTTP 4xx/5xx
 
 The API key comes from `LAMBDA_API_KEY` (or the constructor) and goes only into the Authorization header:
@@ -82,7 +84,7 @@ class LambdaCloud:
     def __repr__(self) -> str:
         return f"LambdaCloud(base_url={self.base_url!r})"
 
-    # -- the calls --------------------------------------------------------------------------------------------
+    # -- the calls -------------------------------------------------------------------------------------------
 
     def instance_types(self) -> dict[str, InstanceType]:
         data, _ = self._call("GET", "/instance-types")
@@ -102,8 +104,11 @@ class LambdaCloud:
 
     def launch(self, *, instance_type: str, region: str, ssh_key_name: str, name: str) -> Launched:
         body = {
-            "region_name": region, "instance_type_name": instance_type, "ssh_key_names": [ssh_key_name], "name": name,
-        }  # fmt: skip
+            "region_name": region,
+            "instance_type_name": instance_type,
+            "ssh_key_names": [ssh_key_name],
+            "name": name,
+        }
         data, answered = self._call("POST", "/instance-operations/launch", body, repeatable=False)
         ids = _mapping(data, "launch").get("instance_ids") or []
         if len(ids) != 1:
@@ -131,18 +136,23 @@ class LambdaCloud:
         _, answered = self._call("POST", "/instance-operations/terminate", {"instance_ids": instance_ids})
         return answered
 
-    # -- HTTP -------------------------------------------------------------------------------------------------
+    # -- HTTP ------------------------------------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None, *, repeatable: bool = True) -> tuple[Any, str]:  # fmt: skip
+    def _call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, repeatable: bool = True
+    ) -> tuple[Any, str]:
         """`(data, answered_at)`; raises ProviderError (or a subclass) with the provider's error code."""
         where = f"lambda {method} {path}"
         for attempt in range(1, self.max_attempts + 1):
             last = attempt == self.max_attempts
             try:
                 response = self.session.request(
-                    method, self.base_url + path, json=body, timeout=REQUEST_TIMEOUT_SECONDS,
+                    method,
+                    self.base_url + path,
+                    json=body,
+                    timeout=REQUEST_TIMEOUT_SECONDS,
                     headers={"Authorization": f"Bearer {self.__key}", "Accept": "application/json"},
-                )  # fmt: skip
+                )
             except (requests.ConnectionError, requests.Timeout) as error:
                 if not repeatable:
                     raise LaunchUnconfirmed(
@@ -216,9 +226,12 @@ def _mapping(value: Any, what: str) -> dict[str, Any]:
 def _instance(item: dict[str, Any]) -> Instance:
     try:
         return Instance(
-            id=str(item["id"]), name=str(item.get("name") or ""), status=str(item["status"]), ip=item.get("ip"),
+            id=str(item["id"]),
+            name=str(item.get("name") or ""),
+            status=str(item["status"]),
+            ip=item.get("ip"),
             instance_type=str((item.get("instance_type") or {}).get("name", "")),
             region=str((item.get("region") or {}).get("name", "")),
-        )  # fmt: skip
+        )
     except (KeyError, TypeError) as error:
         raise ProviderError(f"lambda instance object without {error}: keys {sorted(item)}") from None
