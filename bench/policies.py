@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from coordinator.policies.deadline import DeadlineAware
-from coordinator.whatif.engine import WhatIfJob, simulate_job
+from coordinator.whatif.engine import simulate_job
+from coordinator.whatif.job import WhatIfJob
 from coordinator.whatif.optimum import optimum_cost
 from coordinator.whatif.study import DEFAULT_POLICIES as POLICIES
 from coordinator.whatif.study import (

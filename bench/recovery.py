@@ -31,8 +31,9 @@ from typing import Any
 from coordinator.build.model import build_tiny_model
 from coordinator.paths import default_dataset_path
 from coordinator.sim.emulator import MotoServer
-from coordinator.sim.matrix import SimulationSettings, run_matrix
+from coordinator.sim.matrix import run_matrix
 from coordinator.sim.quick_stack import make_stack
+from coordinator.sim.settings import SimulationSettings
 
 BATCH_LINE = re.compile(r"batch \d+/\d+ rows (\d+) ")
 OUR_CYCLE = 0.5

@@ -24,11 +24,12 @@ import pyarrow.parquet as pq
 
 from coordinator.paths import default_dataset_path, default_model_dir
 from inference.checkpoint import read_segment_output
+from inference.config import DEFAULT_BATCH_SIZE, WorkerConfig
 from inference.heartbeat import Heartbeat, HeartbeatWriter
 from inference.interruption import StopSignal
 from inference.model import Classifier, configure_threads, load_classifier
+from inference.segment_run import SegmentRun
 from inference.storage import open_store
-from inference.worker import DEFAULT_BATCH_SIZE, SegmentRun, WorkerConfig
 
 NO_CHECKPOINT = 10**9  # batches: larger than any segment, so the only part is written at the end
 

@@ -82,12 +82,23 @@ def _prices(folder: RunsFolder) -> list[str]:
 
 
 def blocks(folder: RunsFolder, charts: dict[str, Path]) -> list[Block]:
-    s = folder.settings
     rows = config_rows(folder)
-    found = conclusions(rows, s)
+    out = [*_introduction(folder), *_results(rows), *_charts(folder, charts)]
+    out += [
+        Block("heading", "Conclusions"),
+        Block("bullets", items=tuple(conclusions(rows, folder.settings).lines)),
+        *_caveats(folder),
+        *_provenance(folder),
+    ]
+    if folder.missing:
+        out += [Block("heading", "Missing or partial runs"), Block("bullets", items=tuple(folder.missing))]
+    return out
+
+
+def _introduction(folder: RunsFolder) -> list[Block]:
+    s = folder.settings
     scale = s.get("time_scale", 1)
-    timeline = pick_timeline_run(folder)
-    out: list[Block] = [
+    return [
         Block("heading", "spotbatch: on-demand, spot-only and hybrid compared", level=1),
         Block(
             "paragraph",
@@ -104,10 +115,14 @@ def blocks(folder: RunsFolder, charts: dict[str, Path]) -> list[Block]:
             "batches and a heartbeat every second; on a spot notice a worker finishes its batch, checkpoints "
             "and stops. The coordinator sees the draining heartbeat, a stale heartbeat or the instance gone, "
             "and relaunches the segment on on-demand from its checkpoint. At the end the parts are merged "
-            "and "
-            "every input row must appear exactly once; every attempt is priced by the EC2 billing rule.",
+            "and every input row must appear exactly once; every attempt is priced by the EC2 billing rule.",
         ),
         Block("code", STATE_DIAGRAM),
+    ]
+
+
+def _results(rows: list[ConfigRow]) -> list[Block]:
+    return [
         Block("heading", "Results"),
         results_table(rows),
         Block(
@@ -115,62 +130,61 @@ def blocks(folder: RunsFolder, charts: dict[str, Path]) -> list[Block]:
             "Savings = (cost_od - cost_x) / cost_od x 100%, with cost_od the mean cost of the "
             "on-demand runs. Reliability = rows predicted exactly once / rows asked for.",
         ),
+    ]
+
+
+def _charts(folder: RunsFolder, charts: dict[str, Path]) -> list[Block]:
+    out = [
         Block("heading", "Charts"),
         Block("image", "Cost per run by configuration", items=(charts["cost_per_run"].name,)),
         Block("image", "Job time by configuration", items=(charts["wall_time"].name,)),
     ]
+    timeline = pick_timeline_run(folder)
     if "hybrid_timeline" in charts and timeline is not None:
         out.append(Block("image", f"Timeline of {timeline.name}", items=(charts["hybrid_timeline"].name,)))
-    out += [
-        Block("image", "Cumulative cost over time", items=(charts["cumulative_cost"].name,)),
-        Block("heading", "Conclusions"),
-        Block("bullets", items=tuple(found.lines)),
+    out.append(Block("image", "Cumulative cost over time", items=(charts["cumulative_cost"].name,)))
+    return out
+
+
+def _caveats(folder: RunsFolder) -> list[Block]:
+    s = folder.settings
+    scale = s.get("time_scale", 1)
+    return [
         Block("heading", "Caveats"),
         Block(
             "bullets",
             items=(
                 f"Simulated time: cloud time ran {scale:g}x the wall clock and ten workers shared 2 CPU "
-                "cores, so a "
-                "segment's minutes stand for a GPU instance's; inference, checkpoints and interruptions "
-                "were real.",
+                "cores, so a segment's minutes stand for a GPU instance's; inference, checkpoints and "
+                "interruptions were real.",
                 f"Interruptions came from a model ({s.get('interruption_model')}), not from the market; "
-                "real spot "
-                "capacity for GPUs is scarcer and burstier; `spotbatch simulate --trace` replays a "
+                "real spot capacity for GPUs is scarcer and burstier; `spotbatch simulate --trace` replays a "
                 "recorded zone instead.",
                 "Prices: " + "; ".join(_prices(folder)) + ". Refresh them before trusting the dollars.",
                 "Short jobs: every relaunch pays a boot and a model load (60 s minimum billing); for jobs "
-                "of a few "
-                "minutes spot may not pay for its interruptions.",
+                "of a few minutes spot may not pay for its interruptions.",
                 "Real-time work: interruptions add minutes of delay; use on-demand where latency matters.",
             ),
         ),
+    ]
+
+
+def _provenance(folder: RunsFolder) -> list[Block]:
+    s = folder.settings
+    keys = ("seed", "time_scale", "interruption_probability", "interruption_interval", "rows", "segments")
+    flags = " ".join(f"--{k.replace('_', '-')} {s[k]}" for k in keys if k in s)
+    return [
         Block("heading", "How this report was produced"),
         Block(
             "code",
-            "make simulate   # or: .venv/bin/spotbatch simulate "
-            + " ".join(
-                f"--{k.replace('_', '-')} {s[k]}"
-                for k in (
-                    "seed",
-                    "time_scale",
-                    "interruption_probability",
-                    "interruption_interval",
-                    "rows",
-                    "segments",
-                )
-                if k in s
-            )
-            + "\nmake report     # .venv/bin/spotbatch report --runs "
-            + str(folder.path),
+            f"make simulate   # or: .venv/bin/spotbatch simulate {flags}\n"
+            f"make report     # .venv/bin/spotbatch report --runs {folder.path}",
         ),
         Block(
             "paragraph",
             "Parameters: " + ", ".join(f"{k} = {s[k]}" for k in sorted(s) if k not in ("result",)),
         ),
     ]
-    if folder.missing:
-        out += [Block("heading", "Missing or partial runs"), Block("bullets", items=tuple(folder.missing))]
-    return out
 
 
 def to_markdown(items: list[Block]) -> str:

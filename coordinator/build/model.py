@@ -15,6 +15,7 @@ import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -101,25 +102,7 @@ def build_sentiment_model(
     frozen = ("bert.embeddings.", *(f"bert.encoder.layer.{i}." for i in frozen_layers))
     for name, parameter in model.named_parameters():
         parameter.requires_grad = not name.startswith(frozen)
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=LEARNING_RATE)
-
-    started = time.monotonic()
-    model.train()
-    order = list(range(len(train)))
-    for epoch in range(EPOCHS):
-        random.Random(SEED + epoch).shuffle(order)
-        for cut in range(0, len(order), TRAIN_BATCH_SIZE):
-            batch = [train[i] for i in order[cut : cut + TRAIN_BATCH_SIZE]]
-            encoded = tokenizer(
-                [s.text for s in batch], padding=True, truncation=True, max_length=TRAIN_MAX_LENGTH,
-                return_tensors="pt",
-            )
-            labels = torch.tensor([label2id[s.label] for s in batch])
-            loss = model(**encoded, labels=labels).loss
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-    train_seconds = time.monotonic() - started
+    train_seconds = _fine_tune(model, tokenizer, train, label2id)
 
     model.eval()
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -137,6 +120,31 @@ def build_sentiment_model(
     )
     _write_card(output_dir, card)
     return card
+
+
+def _fine_tune(model: Any, tokenizer: Any, train: list[Sentence], label2id: dict[str, int]) -> float:
+    """`EPOCHS` passes over `train` in seeded order, AdamW on the parameters left trainable; seconds taken."""
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=LEARNING_RATE)
+    started = time.monotonic()
+    model.train()
+    order = list(range(len(train)))
+    for epoch in range(EPOCHS):
+        random.Random(SEED + epoch).shuffle(order)
+        for cut in range(0, len(order), TRAIN_BATCH_SIZE):
+            batch = [train[i] for i in order[cut : cut + TRAIN_BATCH_SIZE]]
+            encoded = tokenizer(
+                [s.text for s in batch],
+                padding=True,
+                truncation=True,
+                max_length=TRAIN_MAX_LENGTH,
+                return_tensors="pt",
+            )
+            labels = torch.tensor([label2id[s.label] for s in batch])
+            loss = model(**encoded, labels=labels).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    return time.monotonic() - started
 
 
 def build_tiny_model(output_dir: Path, *, layers: int = 2, width: int = 128, seed: int = SEED) -> ModelCard:

@@ -137,51 +137,55 @@ def prepare_dataset(
         raise DataError(
             f"{path}: column {text_column!r} not found; columns are: {', '.join(columns) or '(none)'}"
         )
-    use_ids = id_column is not None and id_column in columns
-    has_labels = label_column is not None and label_column in columns
-
-    texts: list[str] = []
-    bad_rows: list[int] = []
-    for number, record in enumerate(records, start=1):
-        value = record.get(text_column)
-        if value is None or (isinstance(value, str) and not value.strip()):
-            bad_rows.append(number)
-            value = ""
-        elif not isinstance(value, str):
-            raise DataError(
-                f"{path}: column {text_column!r}, row {number}: expected text, got {type(value).__name__} "
-                f"{value!r}"
-            )
-        texts.append(value)
-    if bad_rows and not allow_empty_texts:
-        raise DataError(
-            f"{path}: column {text_column!r}: {len(bad_rows)} null or empty text(s) at "
-            f"{_rows_phrase(bad_rows)}; fix them, or pass --allow-empty-texts to predict them as empty strings"
-        )
-
-    ids: list[Any]
-    if use_ids:
-        assert id_column is not None
-        ids = [record.get(id_column) for record in records]
-        missing = [number for number, value in enumerate(ids, start=1) if value in (None, "")]
-        if missing:
-            raise DataError(f"{path}: column {id_column!r}: missing id at {_rows_phrase(missing)}")
-        ids = _normalise_ids(path, id_column, ids)
+    texts, empty_rows = _texts(path, records, text_column, allow_empty_texts)
+    if id_column is not None and id_column in columns:
+        ids = _ids(path, records, id_column)
     else:
         ids = list(range(len(records)))
-
     columns_out: dict[str, pa.Array] = {
         "id": pa.array(ids, type=pa.int64() if all(isinstance(i, int) for i in ids) else pa.string()),
         "text": pa.array(texts, type=pa.string()),
     }
-    if has_labels:
-        assert label_column is not None
+    if label_column is not None and label_column in columns:
         columns_out["label"] = pa.array(
             [None if record.get(label_column) is None else str(record[label_column]) for record in records],
             type=pa.string(),
         )
     long_texts = sum(1 for text in texts if len(text) > LONG_TEXT_CHARS)
-    return PreparedDataset(pa.table(columns_out), long_texts=long_texts, empty_texts=len(bad_rows))
+    return PreparedDataset(pa.table(columns_out), long_texts=long_texts, empty_texts=empty_rows)
+
+
+def _texts(
+    path: Path, records: list[dict[str, Any]], column: str, allow_empty: bool
+) -> tuple[list[str], int]:
+    """The texts, and how many were null or empty (kept as "" only when allowed)."""
+    texts: list[str] = []
+    bad_rows: list[int] = []
+    for number, record in enumerate(records, start=1):
+        value = record.get(column)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            bad_rows.append(number)
+            value = ""
+        elif not isinstance(value, str):
+            raise DataError(
+                f"{path}: column {column!r}, row {number}: expected text, got {type(value).__name__} "
+                f"{value!r}"
+            )
+        texts.append(value)
+    if bad_rows and not allow_empty:
+        raise DataError(
+            f"{path}: column {column!r}: {len(bad_rows)} null or empty text(s) at "
+            f"{_rows_phrase(bad_rows)}; fix them, or pass --allow-empty-texts to predict them as empty strings"
+        )
+    return texts, len(bad_rows)
+
+
+def _ids(path: Path, records: list[dict[str, Any]], column: str) -> list[Any]:
+    ids = [record.get(column) for record in records]
+    missing = [number for number, value in enumerate(ids, start=1) if value in (None, "")]
+    if missing:
+        raise DataError(f"{path}: column {column!r}: missing id at {_rows_phrase(missing)}")
+    return _normalise_ids(path, column, ids)
 
 
 def _normalise_ids(path: Path, column: str, ids: list[Any]) -> list[Any]:

@@ -39,34 +39,8 @@ def main() -> int:
     rows = pq.ParquetFile(data).metadata.num_rows
     stop = min(rows, SMOKE_BATCHES * BATCH_SIZE) if args.smoke else rows
     out = here / "outputs" / kind
-    (here / "logs").mkdir(exist_ok=True)
     started = time.monotonic()
-    with open(here / "logs" / f"{kind}.log", "w", encoding="utf-8") as log:
-        code = subprocess.call(
-            [
-                sys.executable,
-                "-m",
-                "inference.worker",
-                "--input",
-                str(data),
-                "--start",
-                "0",
-                "--stop",
-                str(stop),
-                "--segment-id",
-                kind,
-                "--output-prefix",
-                str(out),
-                "--model",
-                str(here / "model"),
-                "--batch-size",
-                str(BATCH_SIZE),
-                "--no-notice-poll",
-            ],
-            cwd=here,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    code = _run_worker(here, kind, data, stop, out)
     seconds = time.monotonic() - started
     if code != 0:
         print(f"burst_job: the worker exited {code}; see logs/{kind}.log", file=sys.stderr)
@@ -76,23 +50,51 @@ def main() -> int:
         writer = csv.writer(handle)
         writer.writerow(["id", "prediction", "score"])
         writer.writerows(predictions)
-    device = "cpu"
-    try:
-        import torch
-
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    except ImportError:
-        pass
     metrics = {
         "kind": kind,
         "rows": len(predictions),
         "seconds": round(seconds, 3),
         "rows_per_s": round(len(predictions) / seconds, 2) if seconds else 0.0,
-        "device": device,
+        "device": _device(),
     }
     (here / f"metrics-{kind}.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(metrics))
     return 0
+
+
+def _run_worker(here: Path, kind: str, data: Path, stop: int, out: Path) -> int:
+    """The worker on rows [0, stop) of the payload's data, its log in logs/<kind>.log; its exit code."""
+    (here / "logs").mkdir(exist_ok=True)
+    command = [
+        sys.executable,
+        "-m",
+        "inference.worker",
+        "--input",
+        str(data),
+        "--start",
+        "0",
+        "--stop",
+        str(stop),
+        "--segment-id",
+        kind,
+        "--output-prefix",
+        str(out),
+        "--model",
+        str(here / "model"),
+        "--batch-size",
+        str(BATCH_SIZE),
+        "--no-notice-poll",
+    ]
+    with open(here / "logs" / f"{kind}.log", "w", encoding="utf-8") as log:
+        return subprocess.call(command, cwd=here, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _device() -> str:
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 if __name__ == "__main__":

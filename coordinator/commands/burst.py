@@ -26,9 +26,15 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from coordinator.commands.options import Subcommands, add_budget_options, budget_guard
+from coordinator.errors import ConfigError
 from coordinator.paths import build_dir, default_dataset_path, default_model_dir, runs_dir, spend_log_path
+
+if TYPE_CHECKING:
+    from coordinator.burst.plan import BurstPlan
+    from coordinator.burst.providers.lambda_cloud import LambdaCloud
 
 DEFAULT_TYPE = "gpu_1x_a100_sxm4_80gb"
 DEFAULT_REGION = "us-east-1"
@@ -107,16 +113,50 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def burst_command(args: argparse.Namespace) -> int:
-    from coordinator.burst.providers.lambda_cloud import LambdaCloud
-    from coordinator.burst.workflow import BURST_PREFIX, BurstPlan, run_burst
+    from coordinator.burst.plan import BURST_PREFIX
+    from coordinator.burst.workflow import run_burst
     from coordinator.cost.ledger import default_tracking_uri
-    from coordinator.cost.preflight import parse_overrides
-    from coordinator.cost.pricing import PriceTable
     from coordinator.errors import BurstFailed
 
     name = f"{BURST_PREFIX}{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     run_dir = (args.run_dir or runs_dir() / "burst" / name).resolve()
-    payload = (args.payload or build_dir() / "burst-payload").resolve()
+    plan = _plan(args, name, run_dir)
+    if args.dry_run:
+        print(
+            "dry run (nothing is launched, authorized or written); prices from the table, the run uses the "
+            "live ones:"
+        )
+        print(plan.describe())
+        return 0
+    with contextlib.ExitStack() as stack:
+        if args.stand_in:
+            cloud, plan, spend_log = _stand_ins(stack, plan)
+        else:
+            cloud, spend_log = _lambda_cloud(args), spend_log_path()
+        offer = cloud.instance_types().get(plan.instance_type)
+        if offer is not None:  # the price of the day, from the provider itself
+            today = datetime.now(UTC).date()
+            plan = replace(plan, rate_per_gpu_hour=offer.usd_per_gpu_hour, gpus=offer.gpus, price_date=today)
+        guard = budget_guard(args, spend_log=spend_log)
+        started = time.monotonic()
+        try:
+            with sigterm_as_interrupt():
+                outcome = run_burst(plan, cloud, guard, tracking_uri=default_tracking_uri(runs_dir()))
+        except BurstFailed as error:
+            print(f"burst failed (the box was terminated and confirmed gone): {error}", file=sys.stderr)
+            return error.exit_code
+        cost = f"${outcome.cost.cost_usd:.4f}" if outcome.cost else "$0"
+        took = time.monotonic() - started
+        print(f"burst {name}: done in {took:.1f} s, {cost}; artifacts in {outcome.artifacts}")
+    return 0
+
+
+def _plan(args: argparse.Namespace, name: str, run_dir: Path) -> BurstPlan:
+    """The plan from the flags, priced from the table (the run reads the provider's price of the day)."""
+    from coordinator.burst.plan import BurstPlan
+    from coordinator.cost.preflight import parse_overrides
+    from coordinator.cost.pricing import PriceTable
+
     table_row = PriceTable.load().lookup("lambda", "us", args.instance_type, "on-demand")
     plan = BurstPlan(
         name=name,
@@ -127,7 +167,7 @@ def burst_command(args: argparse.Namespace) -> int:
         rate_per_gpu_hour=table_row.usd_per_hour,
         price_date=table_row.snapshot_date,
         planned_hours=args.hours,
-        payload=payload,
+        payload=(args.payload or build_dir() / "burst-payload").resolve(),
         ssh_key_name=args.ssh_key_name or "",
         ssh_private_key=args.ssh_key or Path("-"),
         run_dir=run_dir,
@@ -137,70 +177,46 @@ def burst_command(args: argparse.Namespace) -> int:
     )
     if args.boot_timeout is not None:
         plan = replace(plan, boot_timeout=args.boot_timeout)
-    if args.dry_run:
-        print(
-            "dry run (nothing is launched, authorized or written); prices from the table, the run uses the "
-            "live ones:"
-        )
-        print(plan.describe())
-        return 0
-    with contextlib.ExitStack() as stack:
-        if args.stand_in:
-            from coordinator.sim.lambda_standin import LambdaStandIn
-            from coordinator.sim.local_sshd import LocalSshd
+    return plan
 
-            key = secrets.token_urlsafe(24)
-            api = stack.enter_context(LambdaStandIn(api_key=key))
-            box = stack.enter_context(LocalSshd(run_dir / "box"))
-            cloud = LambdaCloud(api_key=key, base_url=api.api_url, backoff_seconds=0.2)
-            plan = replace(
-                plan,
-                ssh_key_name="standin-key",
-                ssh_private_key=box.client_key,
-                ssh_user=box.user,
-                ssh_port=box.port,
-                remote_python=sys.executable,
-                remote_root=str(run_dir / "box" / "home"),
-                poll_seconds=0.2,
-            )
-            spend_log = run_dir / "spend_log.jsonl"  # simulated dollars stay out of the real spend log
-            print(f"stand-ins: Lambda API {api.api_url}, box {box.user}@127.0.0.1:{box.port}")
-        else:
-            if not args.ssh_key_name or not args.ssh_key:
-                print(
-                    "error: --ssh-key-name and --ssh-key are required (or --stand-in, or --dry-run)",
-                    file=sys.stderr,
-                )
-                return 2
-            cloud = LambdaCloud()
-            spend_log = spend_log_path()
-        offer = cloud.instance_types().get(plan.instance_type)
-        if offer is not None:  # the price of the day, from the provider itself
-            plan = replace(
-                plan,
-                rate_per_gpu_hour=offer.usd_per_gpu_hour,
-                gpus=offer.gpus,
-                price_date=datetime.now(UTC).date(),
-            )
-        guard = budget_guard(args, spend_log=spend_log)
-        started = time.monotonic()
-        try:
-            with sigterm_as_interrupt():
-                outcome = run_burst(plan, cloud, guard, tracking_uri=default_tracking_uri(runs_dir()))
-        except BurstFailed as error:
-            print(f"burst failed (the box was terminated and confirmed gone): {error}", file=sys.stderr)
-            return 1
-        cost = f"${outcome.cost.cost_usd:.4f}" if outcome.cost else "$0"
-        print(
-            f"burst {name}: done in {time.monotonic() - started:.1f} s, {cost}; artifacts in "
-            f"{outcome.artifacts}"
-        )
-    return 0
+
+def _stand_ins(
+    stack: contextlib.ExitStack[bool | None], plan: BurstPlan
+) -> tuple[LambdaCloud, BurstPlan, Path]:
+    """Lambda's API served on 127.0.0.1 and a local sshd as the box; the run's own spend log."""
+    from coordinator.burst.providers.lambda_cloud import LambdaCloud
+    from coordinator.sim.lambda_standin import LambdaStandIn
+    from coordinator.sim.local_sshd import LocalSshd
+
+    key = secrets.token_urlsafe(24)
+    api = stack.enter_context(LambdaStandIn(api_key=key))
+    box = stack.enter_context(LocalSshd(plan.run_dir / "box"))
+    cloud = LambdaCloud(api_key=key, base_url=api.api_url, backoff_seconds=0.2)
+    plan = replace(
+        plan,
+        ssh_key_name="standin-key",
+        ssh_private_key=box.client_key,
+        ssh_user=box.user,
+        ssh_port=box.port,
+        remote_python=sys.executable,
+        remote_root=str(plan.run_dir / "box" / "home"),
+        poll_seconds=0.2,
+    )
+    print(f"stand-ins: Lambda API {api.api_url}, box {box.user}@127.0.0.1:{box.port}")
+    return cloud, plan, plan.run_dir / "spend_log.jsonl"  # simulated dollars stay out of the real log
+
+
+def _lambda_cloud(args: argparse.Namespace) -> LambdaCloud:
+    from coordinator.burst.providers.lambda_cloud import LambdaCloud
+
+    if not args.ssh_key_name or not args.ssh_key:
+        raise ConfigError("--ssh-key-name and --ssh-key are required (or --stand-in, or --dry-run)")
+    return LambdaCloud()
 
 
 def down_command(args: argparse.Namespace) -> int:
     from coordinator.burst.providers.lambda_cloud import LambdaCloud
-    from coordinator.burst.workflow import burst_down
+    from coordinator.burst.teardown import burst_down
     from coordinator.cost.ledger import default_tracking_uri
 
     run_dir = args.down_run_dir

@@ -9,16 +9,16 @@ live instances are adopted, lost ones recovered, nothing is launched twice.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 from coordinator.commands.options import Subcommands, add_aws_options, add_budget_options, budget_guard
-from coordinator.errors import StackOutputsError
+from coordinator.job.runner import CloudTarget
 from coordinator.job.spec import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
 from coordinator.paths import runs_dir
+from coordinator.stack.outputs import read_outputs
 
 
 def add_parser(commands: Subcommands) -> None:
@@ -61,68 +61,13 @@ def add_parser(commands: Subcommands) -> None:
     run.set_defaults(handler=run_command)
 
 
-def read_outputs(path: Path) -> dict[str, Any]:
-    """`terraform output -json` ({name: {value: ...}}) or plain {name: value}; errors name the missing key."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise StackOutputsError(f"{path}: cannot read the stack outputs ({error})") from None
-    outputs = {k: (v["value"] if isinstance(v, dict) and "value" in v else v) for k, v in raw.items()}
-    for key in ("bucket", "launch_template_ids"):
-        if key not in outputs:
-            raise StackOutputsError(
-                f"{path}: no {key!r} output; is this the spotbatch stack's `terraform output -json`?"
-            )
-    return outputs
-
-
 def run_command(args: argparse.Namespace) -> int:
-    import boto3
-    from botocore.config import Config
-
     from coordinator.job.clock import CloudClock
-    from coordinator.job.runner import CloudTarget, run_job
-    from coordinator.sim.emulator import require_loopback
+    from coordinator.job.runner import run_job
 
     outputs = read_outputs(args.outputs)
-    if args.endpoint:
-        require_loopback(args.endpoint)
-    options: dict[str, float] = {}
-    if args.spot_share is not None:
-        options["spot_share"] = args.spot_share
-    if args.max_spot_retries is not None:
-        options["max_spot_retries"] = args.max_spot_retries
-    if args.reserve_hours is not None:
-        options["reserve_hours"] = args.reserve_hours
-    spec = JobSpec(
-        job_id=args.job_id,
-        input_key=args.input_key,
-        rows=args.rows,
-        segments=args.segments,
-        policy=args.policy,
-        policy_options=options,
-        region=args.region,
-        instance_type=args.instance_type,
-        planned_rows_per_s=args.planned_rows_per_s / args.time_scale,
-        cycle_seconds=args.cycle_seconds,
-        heartbeat_timeout=args.heartbeat_timeout,
-        boot_timeout=args.boot_timeout,
-        deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
-    )
-    session = boto3.session.Session(region_name=outputs.get("region") or args.region)
-    ec2 = session.client(
-        "ec2",
-        endpoint_url=args.endpoint,
-        config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
-    )
-    s3 = session.client("s3", endpoint_url=args.endpoint, config=Config(s3={"addressing_style": "path"}))
-    cloud = CloudTarget(
-        ec2=ec2,
-        s3=s3,
-        bucket=str(outputs["bucket"]),
-        templates={k: str(v) for k, v in outputs["launch_template_ids"].items()},
-        subnet_id=outputs.get("subnet_id"),
-    )
+    spec = _spec(args)
+    cloud = _cloud(args, outputs)
     guard = budget_guard(args)
     run_dir = args.run_dir or runs_dir() / args.job_id
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
@@ -139,3 +84,50 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"FAILED {segment}: {why}", file=sys.stderr)
         return 1
     return 0
+
+
+def _spec(args: argparse.Namespace) -> JobSpec:
+    options: dict[str, float] = {}
+    if args.spot_share is not None:
+        options["spot_share"] = args.spot_share
+    if args.max_spot_retries is not None:
+        options["max_spot_retries"] = args.max_spot_retries
+    if args.reserve_hours is not None:
+        options["reserve_hours"] = args.reserve_hours
+    return JobSpec(
+        job_id=args.job_id,
+        input_key=args.input_key,
+        rows=args.rows,
+        segments=args.segments,
+        policy=args.policy,
+        policy_options=options,
+        region=args.region,
+        instance_type=args.instance_type,
+        planned_rows_per_s=args.planned_rows_per_s / args.time_scale,
+        cycle_seconds=args.cycle_seconds,
+        heartbeat_timeout=args.heartbeat_timeout,
+        boot_timeout=args.boot_timeout,
+        deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
+    )
+
+
+def _cloud(args: argparse.Namespace, outputs: dict[str, Any]) -> CloudTarget:
+    """Clients for the stack's region (real AWS, or the emulator at --endpoint) and the stack's ids."""
+    import boto3
+    from botocore.config import Config
+
+    from coordinator.sim.emulator import require_loopback
+
+    if args.endpoint:
+        require_loopback(args.endpoint)
+    session = boto3.session.Session(region_name=outputs.get("region") or args.region)
+    retries = Config(retries={"total_max_attempts": 1, "mode": "standard"})
+    ec2 = session.client("ec2", endpoint_url=args.endpoint, config=retries)
+    s3 = session.client("s3", endpoint_url=args.endpoint, config=Config(s3={"addressing_style": "path"}))
+    return CloudTarget(
+        ec2=ec2,
+        s3=s3,
+        bucket=str(outputs["bucket"]),
+        templates={k: str(v) for k, v in outputs["launch_template_ids"].items()},
+        subnet_id=outputs.get("subnet_id"),
+    )

@@ -16,7 +16,7 @@ from coordinator.errors import ConfigError
 from coordinator.paths import default_dataset_path, default_model_dir, runs_dir
 
 if TYPE_CHECKING:
-    from coordinator.sim.matrix import SimulatedRun
+    from coordinator.sim.settings import SimulatedRun
 
 SIMULATED_CEILING_USD = 2_000.0  # simulated dollars: the matrix's own ceiling, in its own spend log
 QUICK: dict[str, str | int] = {
@@ -93,8 +93,9 @@ def add_parser(commands: Subcommands) -> None:
 
 
 def simulate_command(args: argparse.Namespace) -> int:
-    from coordinator.sim.matrix import SimulationSettings, simulate
+    from coordinator.sim.matrix import simulate
     from coordinator.sim.progress import ProgressView
+    from coordinator.sim.settings import SimulationSettings
 
     sizes = QUICK if args.quick else FULL
     model = args.model or default_model_dir()

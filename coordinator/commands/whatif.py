@@ -27,7 +27,7 @@ from coordinator.commands.options import Subcommands, add_aws_options
 from coordinator.cost.pricing import PriceTable
 from coordinator.errors import WhatIfError
 from coordinator.policies.registry import policy_names
-from coordinator.whatif.engine import WhatIfJob
+from coordinator.whatif.job import WhatIfJob
 from coordinator.whatif.study import (
     DEFAULT_POLICIES,
     OPTIMUM,

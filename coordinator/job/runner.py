@@ -35,7 +35,7 @@ from coordinator.job.clock import CloudClock
 from coordinator.job.controller import Controller, JobOutcome
 from coordinator.job.fleet import Fleet
 from coordinator.job.merge import MergeReport, merge_results
-from coordinator.job.segments import plan_segments
+from coordinator.job.segments import Segment, plan_segments
 from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState
 from coordinator.job.status import SegmentStatus
@@ -112,19 +112,13 @@ def run_job(
     state = CoordinatorState(run_dir / "state.db")
     try:
         segments = plan_segments(spec.rows, spec.segments, f"s3://{cloud.bucket}/{spec.input_key}")
-        config = {"spec": asdict(spec), "clock": {"scale": clock.scale, "origin": clock.origin}}
-        if not state.create_job(
-            spec.job_id, config=config, segments=[(s.segment_id, s.start, s.stop) for s in segments]
-        ):
-            saved = state.job_config(spec.job_id)["clock"]  # a restart: the job's own clock, not a new one
-            clock = CloudClock(scale=saved["scale"], origin=saved["origin"])
+        clock = _open_job(state, spec, segments, clock)
         job_store = S3Store(cloud.bucket, job_prefix(spec.job_id), client=cloud.s3)
-        fleet = Fleet(cloud.ec2, templates=cloud.templates, subnet_id=cloud.subnet_id)
         quotes = quotes_for(spec)
         controller = Controller(
             spec=spec,
             state=state,
-            fleet=fleet,
+            fleet=Fleet(cloud.ec2, templates=cloud.templates, subnet_id=cloud.subnet_id),
             store=job_store,
             policy=make_policy(spec.policy, **spec.policy_options),
             guard=guard,
@@ -136,41 +130,56 @@ def run_job(
             outcome = controller.run()
         merge = None
         if outcome.succeeded:
-            merge = merge_results(
-                job_store,
-                S3Store(cloud.bucket, "", client=cloud.s3),
-                spec.input_key,
-                [s.segment_id for s in segments],
-                run_dir,
-            )
+            input_store = S3Store(cloud.bucket, "", client=cloud.s3)
+            segment_ids = [s.segment_id for s in segments]
+            merge = merge_results(job_store, input_store, spec.input_key, segment_ids, run_dir)
         ledger_path = None
         if outcome.attempts:
             summary = summarize_job(spec.job_id, outcome.attempts, quotes["on-demand"].rate_usd_per_hour)
             ledger_path = write_ledger(run_dir, outcome.attempts, summary)
-        events = [asdict(e) for e in state.events(spec.job_id)]
-        (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
-        (run_dir / "run.json").write_text(
-            json.dumps(
-                {
-                    "spec": asdict(spec),
-                    "time_scale": clock.scale,
-                    "clock_origin": clock.origin,
-                    "segments_done": outcome.segments_done,
-                    "segments_total": outcome.segments_total,
-                    "failures": outcome.failures,
-                    "rows_merged": merge.rows if merge else 0,
-                    "wall_seconds": round(outcome.wall_seconds, 3),
-                    "cloud_seconds": round(outcome.ended_cloud - outcome.started_cloud, 3),
-                    "api_retries": outcome.api_retries,
-                    **_deadline_record(spec, outcome, clock),
-                    **(extra or {}),
-                },
-                indent=2,
-                sort_keys=True,
-            )
-            + "\n",
-            encoding="utf-8",
-        )
+        _write_records(run_dir, state, spec, clock, outcome, merge, extra or {})
         return RunResult(outcome, merge, ledger_path, run_dir)
     finally:
         state.close()
+
+
+def _open_job(
+    state: CoordinatorState, spec: JobSpec, segments: list[Segment], clock: CloudClock
+) -> CloudClock:
+    """Create the job in its state, or find it there after a restart: then its own clock, not a new one."""
+    config = {"spec": asdict(spec), "clock": {"scale": clock.scale, "origin": clock.origin}}
+    rows = [(s.segment_id, s.start, s.stop) for s in segments]
+    if state.create_job(spec.job_id, config=config, segments=rows):
+        return clock
+    saved = state.job_config(spec.job_id)["clock"]
+    return CloudClock(scale=saved["scale"], origin=saved["origin"])
+
+
+def _write_records(
+    run_dir: Path,
+    state: CoordinatorState,
+    spec: JobSpec,
+    clock: CloudClock,
+    outcome: JobOutcome,
+    merge: MergeReport | None,
+    extra: dict[str, Any],
+) -> None:
+    """`events.jsonl` (every transition) and `run.json` (the job's settings and outcome, and `extra`)."""
+    events = [asdict(e) for e in state.events(spec.job_id)]
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    record = {
+        "spec": asdict(spec),
+        "time_scale": clock.scale,
+        "clock_origin": clock.origin,
+        "segments_done": outcome.segments_done,
+        "segments_total": outcome.segments_total,
+        "failures": outcome.failures,
+        "rows_merged": merge.rows if merge else 0,
+        "wall_seconds": round(outcome.wall_seconds, 3),
+        "cloud_seconds": round(outcome.ended_cloud - outcome.started_cloud, 3),
+        "api_retries": outcome.api_retries,
+        **_deadline_record(spec, outcome, clock),
+        **extra,
+    }
+    text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+    (run_dir / "run.json").write_text(text, encoding="utf-8")

@@ -27,9 +27,10 @@ import numpy as np
 import numpy.typing as npt
 
 from coordinator.errors import WhatIfError
-from coordinator.whatif.engine import WhatIfJob
+from coordinator.whatif.job import WhatIfJob
 
 Vector = npt.NDArray[np.float64]
+Values = dict[tuple[str, int], Vector]  # (market or idle, boot left) -> cost by progress index
 
 
 def optimum_cost(job: WhatIfJob, available: Sequence[bool], gap_seconds: int) -> float:
@@ -37,68 +38,68 @@ def optimum_cost(job: WhatIfJob, available: Sequence[bool], gap_seconds: int) ->
     return job.instances * optimum_segment_cost(job, available, gap_seconds)
 
 
+class _Grid:
+    """The segment's progress on the gcd grid, and what holding an instance through one tick costs."""
+
+    def __init__(self, job: WhatIfJob, gap: int) -> None:
+        self.gap = gap
+        work = job.segment_work_seconds
+        self.unit = math.gcd(math.gcd(gap, job.changeover_seconds), work)
+        self.full = work // self.unit  # progress index meaning "done"
+        self.needed_s = work - np.arange(self.full + 1, dtype=np.float64) * self.unit  # work left per index
+        self.prices = {"spot": job.spot_usd_per_hour / 3600, "on-demand": job.on_demand_usd_per_hour / 3600}
+        self.finished = np.full(self.full + 1, math.inf)
+        self.finished[self.full] = 0.0
+
+    def run(self, nxt: Values | None, market: str, boot_left: int, usable: int) -> Vector:
+        """Cost from here if (market, boot_left) holds the segment through this tick, then its best
+        (`nxt`: the values at the next tick; None in the deadline's tick)."""
+        boot = min(boot_left, self.gap)
+        worked = self.gap - boot
+        finish_s = boot + self.needed_s  # seconds into the tick at which the work would be done
+        done_here = finish_s <= usable
+        price = self.prices[market]
+        cost = np.where(done_here, price * finish_s, math.inf)
+        if nxt is not None:
+            after = nxt[(market, boot_left - boot)]
+            shifted = after[np.minimum(self.full, np.arange(self.full + 1) + worked // self.unit)]
+            cost = np.where(done_here, cost, price * self.gap + shifted)
+        cost[self.full] = 0.0
+        return cost
+
+
 def optimum_segment_cost(job: WhatIfJob, available: Sequence[bool], gap_seconds: int) -> float:
-    gap, changeover, work, deadline = (
-        gap_seconds,
-        job.changeover_seconds,
-        job.segment_work_seconds,
-        job.deadline_seconds,
-    )
+    gap, changeover, deadline = gap_seconds, job.changeover_seconds, job.deadline_seconds
     ticks = math.ceil(deadline / gap)
     if len(available) < ticks:
         raise WhatIfError(f"the availability sequence has {len(available)} ticks; the deadline needs {ticks}")
-    unit = math.gcd(math.gcd(gap, changeover), work)
-    full = work // unit  # progress index meaning "done"
-    progress_s = np.arange(full + 1, dtype=np.float64) * unit
-    needed_s = work - progress_s  # work still to do, per progress index
+    grid = _Grid(job, gap)
     boots = [
         changeover - k * gap for k in range(1, math.ceil(changeover / gap) + 1) if changeover - k * gap > 0
     ]
     carried = [*boots, 0]  # boot left at a tick start, for an instance that ran the tick before
-    prices = {"spot": job.spot_usd_per_hour / 3600, "on-demand": job.on_demand_usd_per_hour / 3600}
-
-    finished = np.full(full + 1, math.inf)
-    finished[full] = 0.0
-    value: dict[tuple[str, int], Vector] = {("idle", 0): finished.copy()}
-    for market in prices:
+    value: Values = {("idle", 0): grid.finished.copy()}
+    for market in grid.prices:
         for boot_left in carried:
-            value[(market, boot_left)] = finished.copy()
+            value[(market, boot_left)] = grid.finished.copy()
 
     for tick in range(ticks - 1, -1, -1):
         usable = min(gap, deadline - tick * gap)  # the deadline may fall inside the last tick
         last = (tick + 1) * gap >= deadline
-
-        def run(
-            market: str,
-            boot_left: int,
-            nxt: dict[tuple[str, int], Vector] = value,
-            usable: int = usable,
-            last: bool = last,
-        ) -> Vector:
-            """Cost from here if (market, boot_left) holds the segment through this tick, then its best."""
-            boot = min(boot_left, gap)
-            worked = gap - boot
-            finish_s = boot + needed_s  # seconds into the tick at which the work would be done
-            done_here = finish_s <= usable
-            cost = np.where(done_here, prices[market] * finish_s, math.inf)
-            if not last:
-                after = nxt[(market, boot_left - boot)]
-                shifted = after[np.minimum(full, np.arange(full + 1) + worked // unit)]
-                cost = np.where(done_here, cost, prices[market] * gap + shifted)
-            cost[full] = 0.0
-            return cost
-
-        starts = [run("on-demand", changeover)]
+        nxt = None if last else value
+        starts = [grid.run(nxt, "on-demand", changeover, usable)]
         if available[tick]:
-            starts.append(run("spot", changeover))
-        idle = value[("idle", 0)] if not last else finished
+            starts.append(grid.run(nxt, "spot", changeover, usable))
+        idle = value[("idle", 0)] if not last else grid.finished
         best_new = np.minimum.reduce([idle, *starts])
-        new_value: dict[tuple[str, int], Vector] = {("idle", 0): best_new}
-        for market in prices:
+        new_value: Values = {("idle", 0): best_new}
+        for market in grid.prices:
             for boot_left in carried:
                 if market == "spot" and not available[tick]:
                     new_value[(market, boot_left)] = best_new  # reclaimed at the tick start
                 else:
-                    new_value[(market, boot_left)] = np.minimum(best_new, run(market, boot_left))
+                    new_value[(market, boot_left)] = np.minimum(
+                        best_new, grid.run(nxt, market, boot_left, usable)
+                    )
         value = new_value
     return float(value[("idle", 0)][0])

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from coordinator.errors import WhatIfError
 from coordinator.policies.registry import Policy, make_policy
-from coordinator.whatif.engine import Outcome, WhatIfJob, simulate_job
+from coordinator.whatif.engine import simulate_job
+from coordinator.whatif.job import Outcome, WhatIfJob
 from coordinator.whatif.optimum import optimum_cost
 from coordinator.whatif.traces import AvailabilityTrace, RunLengths, random_availability
 

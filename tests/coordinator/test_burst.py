@@ -22,8 +22,9 @@ import pytest
 
 from coordinator.burst.cost import price_burst
 from coordinator.burst.payload import build_payload
+from coordinator.burst.plan import BurstPlan, BurstState
 from coordinator.burst.providers.lambda_cloud import LambdaCloud
-from coordinator.burst.workflow import BurstPlan, BurstState, run_burst
+from coordinator.burst.workflow import run_burst
 from coordinator.cost.budget import BudgetGuard
 from coordinator.errors import (
     BurstCostError,

@@ -26,8 +26,9 @@ from coordinator.job.instances import alive_ids
 from coordinator.sim.emulator import MotoServer, emulator_session
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultRule
-from coordinator.sim.matrix import SimulationSettings, run_matrix
+from coordinator.sim.matrix import run_matrix
 from coordinator.sim.quick_stack import job_instances, make_stack
+from coordinator.sim.settings import SimulationSettings
 
 ROWS = 1_500
 
@@ -147,8 +148,9 @@ def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
     """The cloud (moto, instance runtime, metadata server) lives in this process; the coordinator is
     `python -m coordinator run`, killed with SIGKILL mid-run and started again with the same job id."""
     from coordinator.sim.instance_runtime import InstanceRuntime, WorkerSettings
-    from coordinator.sim.matrix import DATASET_KEY, upload_dataset
+    from coordinator.sim.matrix import upload_dataset
     from coordinator.sim.metadata_server import MetadataServer
+    from coordinator.sim.settings import DATASET_KEY
 
     endpoint = str(stack.endpoint)
     aws = emulator_session(stack.env)

@@ -17,7 +17,8 @@ import pytest
 from coordinator.errors import TraceError, WhatIfError
 from coordinator.policies.deadline import DeadlineView
 from coordinator.policies.registry import make_policy
-from coordinator.whatif.engine import WhatIfJob, simulate_job
+from coordinator.whatif.engine import simulate_job
+from coordinator.whatif.job import WhatIfJob
 from coordinator.whatif.optimum import optimum_cost
 from coordinator.whatif.study import DEFAULT_POLICIES, policy_for, run_study, summarise, trace_windows
 from coordinator.whatif.traces import AvailabilityTrace, RunLengths, random_availability

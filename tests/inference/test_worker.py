@@ -10,9 +10,10 @@ import pyarrow as pa
 import pytest
 
 from inference.checkpoint import load_checkpoint, read_segment_output
+from inference.config import WorkerConfig
 from inference.dataset import write_dataset
 from inference.storage import open_store
-from inference.worker import WorkerConfig, run_worker
+from inference.worker import run_worker
 from tests.conftest import synthetic_sentences
 from tests.inference.workerproc import WorkerProcess
 

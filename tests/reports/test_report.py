@@ -17,8 +17,9 @@ import pytest
 
 from coordinator.errors import ReportError
 from coordinator.sim.emulator import FAKE_CREDENTIALS, MotoServer
-from coordinator.sim.matrix import SimulationSettings, run_matrix
+from coordinator.sim.matrix import run_matrix
 from coordinator.sim.quick_stack import make_stack
+from coordinator.sim.settings import SimulationSettings
 from reports.build import build_report
 from reports.runs import load_runs
 

@@ -1,0 +1,262 @@
+"""Simulator only: one run of the matrix, the coordinator's real code against simulated instances.
+
+The coordinator (`job.runner.run_job`, the code a real run uses) launches from the stack's templates through
+the fault proxy; the instance runtime boots a worker process per running instance; the injector interrupts
+spot instances (random model or a replayed trace) with a notice, then terminate and kill. Afterwards no
+worker may be running, and the run's ledger goes to MLflow.
+
+Usage::
+
+    lab = Lab(settings, infra, direct_ec2, s3, proxy, imds, guard, trace)
+    run = one_run(lab, "hybrid-01", "hybrid", on_cycle=None, deadline=None)
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.config import Config
+
+from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_ledger
+from coordinator.errors import SimulationError
+from coordinator.job.clock import CloudClock
+from coordinator.job.launch_contract import TAG_SEGMENT
+from coordinator.job.runner import CloudTarget, RunResult, run_job
+from coordinator.job.spec import JobSpec
+from coordinator.job.status import SegmentStatus
+from coordinator.sim.emulator import emulator_session
+from coordinator.sim.emulator_stack import Infrastructure
+from coordinator.sim.fault_proxy import FaultProxy, FaultRule
+from coordinator.sim.injector import InterruptionInjector, RandomInterruptions, TraceReplay
+from coordinator.sim.instance_runtime import InstanceRuntime, WorkerSettings
+from coordinator.sim.metadata_server import MetadataServer
+from coordinator.sim.settings import (
+    BOOT_TIMEOUT,
+    CHANGEOVER,
+    DATASET_KEY,
+    HEARTBEAT_EVERY,
+    HEARTBEAT_TIMEOUT,
+    NOTICE_POLL_EVERY,
+    RECLAIM_OVERHEAD,
+    SimulatedRun,
+    SimulationSettings,
+)
+from coordinator.whatif.traces import AvailabilityTrace
+
+OnCycle = Callable[[list[SegmentStatus]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Lab:
+    """What every run of a matrix shares: the settings, the emulator and its clients, the stand-ins."""
+
+    settings: SimulationSettings
+    infra: Infrastructure
+    direct_ec2: Any  # straight to moto: the runtime's and the injector's view of the cloud
+    s3: Any
+    proxy: FaultProxy  # in front of moto: the coordinator's EC2 calls go through it
+    imds: MetadataServer
+    guard: BudgetGuard
+    trace: AvailabilityTrace | None
+
+    @property
+    def templates(self) -> dict[str, str]:
+        return {k: str(v) for k, v in self.infra.outputs["launch_template_ids"].items()}
+
+
+def ec2_client(env: dict[str, str], endpoint: str) -> Any:
+    """The coordinator's EC2 client: botocore's own retries off, so the fleet's retries are the only ones."""
+    return emulator_session(env).client(
+        "ec2", endpoint_url=endpoint, config=Config(retries={"total_max_attempts": 1, "mode": "standard"})
+    )
+
+
+def one_run(
+    lab: Lab, name: str, config: str, on_cycle: OnCycle | None, deadline: float | None = None
+) -> SimulatedRun:
+    settings = lab.settings
+    run_dir = settings.out_dir / name
+    job_id = f"{settings.out_dir.name}-{name}"
+    clock = CloudClock(scale=settings.time_scale)
+    model = _interruption_model(lab, name)
+    worker_settings = _worker_settings(lab)
+    _arm_faults(lab)
+    with (
+        InstanceRuntime(
+            lab.direct_ec2,
+            worker_settings,
+            imds=lab.imds,
+            log_dir=run_dir / "workers",
+            boot=settings.boot,
+            job_id=job_id,
+        ) as runtime,
+        InterruptionInjector(lab.direct_ec2, runtime, lab.imds, clock, model, seed=settings.seed) as injector,
+    ):
+        if isinstance(model, TraceReplay):  # no spot capacity while the trace says so
+            rule = FaultRule(
+                "RunInstances",
+                "InsufficientInstanceCapacity",
+                template_id=lab.templates["spot"],
+                active=lambda: not injector.spot_available(),
+            )
+            lab.proxy.add(rule)
+        forced = _forced_interrupter(
+            injector, runtime, clock, settings.forced_interruptions.get(name, []), hard=settings.forced_hard
+        )
+        try:
+            result = run_job(
+                _job_spec(settings, job_id, config, deadline),
+                cloud=_cloud_target(lab, worker_settings.bucket),
+                guard=lab.guard,
+                clock=clock,
+                run_dir=run_dir,
+                on_cycle=_chain(on_cycle, forced),
+                extra=_run_record(lab, name, config, model),
+            )
+        finally:
+            injector.save(run_dir / "interruptions.jsonl")
+            lab.proxy.rules.clear()
+    if runtime.running():
+        running = sorted(runtime.running())
+        raise SimulationError(f"{name}: worker processes still running after the run: {running}")
+    _log_to_mlflow(settings, result, config)
+    lab.proxy.injected.clear()
+    return SimulatedRun(name, config, result, len(injector.records))
+
+
+def _cloud_target(lab: Lab, bucket: str) -> CloudTarget:
+    return CloudTarget(
+        ec2=ec2_client(lab.infra.env, lab.proxy.endpoint),
+        s3=lab.s3,
+        bucket=bucket,
+        templates=lab.templates,
+        subnet_id=lab.infra.outputs.get("subnet_id"),
+    )
+
+
+def _run_record(lab: Lab, name: str, config: str, model: RandomInterruptions | TraceReplay) -> dict[str, Any]:
+    """What `run.json` carries beside the job's spec and outcome: this run's simulation settings."""
+    settings = lab.settings
+    return {
+        "configuration": config,
+        "run": name,
+        "interruption_model": model.describe(),
+        "seed": settings.seed,
+        "faults_injected": lab.proxy.injected,  # the live list: read when run.json is written
+        "boot": settings.boot,
+        "model": str(settings.model),
+        "batch_size": settings.batch_size,
+        "checkpoint_every": settings.checkpoint_every,
+        "cycle_seconds": settings.cycle_seconds,
+    }
+
+
+def _interruption_model(lab: Lab, name: str) -> RandomInterruptions | TraceReplay:
+    settings = lab.settings
+    if lab.trace is not None:
+        return TraceReplay.at_random_offset(lab.trace, random.Random(f"{settings.seed}/{name}"))
+    return RandomInterruptions(settings.interruption_probability, settings.interruption_interval)
+
+
+def _job_spec(settings: SimulationSettings, job_id: str, config: str, deadline: float | None) -> JobSpec:
+    return JobSpec(
+        job_id=job_id,
+        input_key=DATASET_KEY,
+        rows=settings.rows,
+        segments=settings.segments,
+        policy=config,
+        policy_options=settings.policy_options(config),
+        planned_rows_per_s=settings.planned_rows_per_s / settings.time_scale,
+        cycle_seconds=settings.cycle_seconds,
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        boot_timeout=BOOT_TIMEOUT,
+        deadline_seconds=deadline,
+        changeover_seconds=CHANGEOVER * settings.time_scale,
+        reclaim_overhead_seconds=RECLAIM_OVERHEAD * settings.time_scale,
+    )
+
+
+def _worker_settings(lab: Lab) -> WorkerSettings:
+    settings = lab.settings
+    return WorkerSettings(
+        bucket=str(lab.infra.outputs["bucket"]),
+        model=str(settings.model.resolve()),
+        aws_env=dict(lab.infra.env),
+        batch_size=settings.batch_size,
+        checkpoint_every=settings.checkpoint_every,
+        heartbeat_every=HEARTBEAT_EVERY,
+        notice_poll_every=NOTICE_POLL_EVERY,
+    )
+
+
+def _arm_faults(lab: Lab) -> None:
+    """The settings' fault rules, fresh for this run (tests: throttling, 500s, capacity)."""
+    lab.proxy.rules.clear()
+    for rule in lab.settings.faults:
+        rule.hits = 0
+        lab.proxy.add(rule)
+
+
+def _log_to_mlflow(settings: SimulationSettings, result: RunResult, config: str) -> None:
+    if not settings.mlflow or result.ledger_path is None:
+        return
+    attempts, summary = read_ledger(result.ledger_path)
+    if summary is None:
+        return
+    log_to_mlflow(
+        summary,
+        attempts,
+        tracking_uri=default_tracking_uri(settings.out_dir.parent),
+        experiment="spotbatch-simulate",
+        params={
+            "configuration": config,
+            "run_folder": str(result.run_dir),
+            "time_scale": str(settings.time_scale),
+        },
+        ledger_path=result.ledger_path,
+    )
+
+
+def _forced_interrupter(
+    injector: InterruptionInjector,
+    runtime: InstanceRuntime,
+    clock: CloudClock,
+    at: list[float],
+    *,
+    hard: bool,
+) -> OnCycle:
+    """For tests: at each listed cloud second after the start, interrupt one running spot instance."""
+    pending = sorted(at)
+    start = clock.now()
+
+    def check(statuses: list[SegmentStatus]) -> None:
+        while pending and clock.now() - start >= pending[0]:
+            working = {
+                s.segment_id
+                for s in statuses
+                if s.state == "RUNNING" and s.market == "spot" and s.rows_done > 0
+            }
+            spot = sorted(
+                i
+                for i, inst in runtime.running().items()
+                if inst.tags.get(TAG_SEGMENT) in working and i not in injector.handled
+            )
+            if not spot:
+                return  # no spot worker busy yet: try again next cycle
+            pending.pop(0)
+            injector.interrupt(spot[0], hard=hard)
+
+    return check
+
+
+def _chain(*callbacks: OnCycle | None) -> OnCycle:
+    def call(statuses: list[SegmentStatus]) -> None:
+        for callback in callbacks:
+            if callback is not None:
+                callback(statuses)
+
+    return call

@@ -1,0 +1,95 @@
+"""What a simulated matrix runs: its settings, and the wall-clock timings of a simulated run.
+
+Usage::
+
+    settings = SimulationSettings(out_dir=Path("runs/simulate-1"), model=model_dir, dataset=parquet)
+    settings.policy_options("hybrid")          # {"spot_share": 0.9, "max_spot_retries": 0}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coordinator.job.runner import RunResult
+from coordinator.policies.deadline import DEFAULT_RESERVE_HOURS
+from coordinator.sim.fault_proxy import FaultRule
+from coordinator.sim.injector import RandomInterruptions
+from coordinator.sim.worker_boot import BootMode
+from inference.layout import dataset_key
+
+CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")
+DATASET_KEY = dataset_key("sentences.parquet")
+# Wall-clock settings of a simulated run, chosen for 10 workers sharing 2 cores (see README, "make simulate")
+# Every poll is a request to moto or the metadata server, and those share the 2 cores with the workers:
+# polling 2-3x faster than this cost about a third of the CPU in a trial (53 s instead of ~30 s per run).
+CYCLE_SECONDS = 0.5  # the coordinator looks twice a wall second: every 15 cloud seconds at scale 30
+HEARTBEAT_EVERY = 1.0  # wall: a beat every 30 cloud seconds at scale 30
+NOTICE_POLL_EVERY = 0.5  # wall: a notice is seen within 15 cloud seconds of its 120
+HEARTBEAT_TIMEOUT = 8.0  # wall: 8 missed beats (4 cloud minutes at scale 30)
+BOOT_TIMEOUT = 60.0  # wall: a forked worker heartbeats within 1-5 s even on a loaded machine
+CHANGEOVER = 3.0  # wall: a forked worker's launch to first heartbeat, planned until the job measures it
+# wall: what a reclaim costs before the replacement is launched: the notice poll, the batch in hand, the
+# draining heartbeat, a coordinator cycle
+RECLAIM_OVERHEAD = NOTICE_POLL_EVERY + 1.0 + HEARTBEAT_EVERY + CYCLE_SECONDS
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimulationSettings:
+    out_dir: Path
+    model: Path
+    dataset: Path
+    runs: dict[str, int] = field(
+        default_factory=lambda: {"on-demand": 3, "spot-only": 8, "hybrid": 8, "deadline": 8}
+    )
+    rows: int = 10_000
+    segments: int = 10
+    time_scale: float = 30.0  # a 2-minute notice is 4 wall seconds: a loaded worker drains in time
+    interruption_probability: float = 0.3
+    interruption_interval: float = 300.0  # cloud seconds
+    trace: Path | None = None  # replay this availability trace instead of the random model
+    trace_one_means: str = "available"
+    seed: int = 0
+    boot: BootMode = "fork"
+    batch_size: int = 64
+    checkpoint_every: int = 10  # batches: 640 rows, a few cloud minutes of work on a shared core
+    spot_share: float = 0.9
+    spot_only_max_retries: int = 10
+    hybrid_max_spot_retries: int = 0
+    budget_usd: float = 2_000.0  # simulated dollars: the matrix's own ceiling, in its own spend log
+    # default <out_dir>/spend_log.jsonl: simulated dollars stay out of the real log
+    spend_log: Path | None = None
+    planned_rows_per_s: float = 50.0  # wall rows/s of one worker among ten on 2 cores, for first estimates
+    mlflow: bool = True
+    faults: tuple[FaultRule, ...] = ()  # extra proxy rules (tests): throttling, 500s, capacity
+    forced_interruptions: dict[str, list[float]] = field(default_factory=dict)
+    # run name -> cloud seconds after the start at which to interrupt one running spot instance (tests)
+    forced_hard: bool = False  # forced interruptions are hard kills (SIGKILL + terminate), not notices
+    cycle_seconds: float = CYCLE_SECONDS  # the coordinator's look interval (wall)
+    # the deadline configuration's deadline: this many times the mean on-demand job time of the same matrix
+    # (measured first, so it follows the machine's speed), or a fixed number of cloud seconds
+    deadline_factor: float = 1.5
+    deadline_seconds: float | None = None
+    deadline_reserve_hours: float = DEFAULT_RESERVE_HOURS
+
+    def policy_options(self, config: str) -> dict[str, float]:
+        if config == "spot-only":
+            return {"max_spot_retries": self.spot_only_max_retries}
+        if config == "hybrid":
+            return {"spot_share": self.spot_share, "max_spot_retries": self.hybrid_max_spot_retries}
+        if config == "deadline":
+            return {"reserve_hours": self.deadline_reserve_hours}
+        return {}
+
+    def describe_interruptions(self) -> str:
+        if self.trace:
+            return f"trace replay {self.trace.name} (1 = {self.trace_one_means}), random offset per run"
+        return RandomInterruptions(self.interruption_probability, self.interruption_interval).describe()
+
+
+@dataclass(frozen=True, slots=True)
+class SimulatedRun:
+    name: str
+    configuration: str
+    result: RunResult
+    interruptions: int
