@@ -11,6 +11,7 @@ from coordinator.stack.terraform import find_mirror
 
 TERRAFORM_DIR = Path(__file__).resolve().parents[2] / "terraform"
 MODULES = sorted(p.name for p in (TERRAFORM_DIR / "modules").iterdir() if (p / "main.tf").is_file())
+STACKS = sorted(p.name for p in (TERRAFORM_DIR / "stacks").iterdir() if (p / "main.tf").is_file())
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""`terraform fmt`, `validate` of both stacks, and `terraform test` (mock provider) of every module."""
+"""`terraform fmt`, `validate` of the stacks, `terraform test` (mock provider) of every module, and the files
+and README tables every module and stack keeps."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.stack.terraform import Terraform, find_binary
-from tests.terraform.conftest import MODULES, TERRAFORM_DIR
+from tests.terraform.conftest import MODULES, STACKS, TERRAFORM_DIR
 
 
 def test_every_module_has_the_standard_files() -> None:
@@ -28,7 +29,7 @@ def test_fmt_is_clean(terraform_ready: None) -> None:
     assert result.returncode == 0, f"terraform fmt would change: {result.stdout}"
 
 
-@pytest.mark.parametrize("stack", ["emulator", "aws"])
+@pytest.mark.parametrize("stack", STACKS)
 def test_stacks_validate(stack: str, tmp_path: Path, terraform_ready: None) -> None:
     tf = Terraform.discover(TERRAFORM_DIR / "stacks" / stack, state_dir=tmp_path)
     tf.init()
@@ -43,13 +44,43 @@ def test_module_tests_pass_with_a_mock_provider(module: str, tmp_path: Path, ter
     assert "0 failed" in output and " passed" in output, output
 
 
-def test_module_readmes_list_every_input_and_output() -> None:
+def test_every_stack_has_versions_and_a_readme() -> None:
+    for stack in STACKS:
+        files = {p.name for p in (TERRAFORM_DIR / "stacks" / stack).iterdir()}
+        assert {"main.tf", "variables.tf", "outputs.tf", "versions.tf", "README.md"} <= files, stack
+
+
+def test_readmes_list_every_input_and_output() -> None:
     import re
 
-    for module in MODULES:
-        folder = TERRAFORM_DIR / "modules" / module
+    folders = [TERRAFORM_DIR / "modules" / m for m in MODULES] + [
+        TERRAFORM_DIR / "stacks" / s for s in STACKS
+    ]
+    for folder in folders:
+        module = folder.name
         readme = (folder / "README.md").read_text()
         names = re.findall(r'^variable "([^"]+)"', (folder / "variables.tf").read_text(), re.M)
         names += re.findall(r'^output "([^"]+)"', (folder / "outputs.tf").read_text(), re.M)
         missing = [name for name in names if f"| `{name}` |" not in readme]
         assert not missing, f"{module}/README.md lacks {missing}"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("bucket_name", "Not_A_Bucket", "bucket_name must be a valid S3 bucket name"),
+        ("region", "moon-1", "region must look like us-east-1"),
+        ("on_demand_price", "0", "on_demand_price must be a positive number"),
+        ("image_id", "ubuntu", "image_id must be null or an AMI id"),
+    ],
+)
+def test_the_aws_stack_refuses_bad_variables_by_name(
+    variable: str, value: str, message: str, tmp_path: Path, terraform_ready: None
+) -> None:
+    from coordinator.errors import TerraformError
+
+    tf = Terraform.discover(TERRAFORM_DIR / "stacks" / "aws", state_dir=tmp_path)
+    tf.init()
+    variables = {"bucket_name": "spotbatch-ok", "worker_image": "w", variable: value}
+    with pytest.raises(TerraformError, match=message):
+        tf.plan(variables)

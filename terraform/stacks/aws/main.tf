@@ -1,15 +1,5 @@
 # The real-AWS stack: the same modules, the real provider and credentials from the usual chain.
 # Remote state: copy backend.tf.example to backend.tf (S3 + DynamoDB lock) before the first apply.
-terraform {
-  required_version = ">= 1.6"
-  required_providers {
-    aws = {
-      source  = "hashicorp/aws"
-      version = ">= 5.60, < 6.0"
-    }
-  }
-}
-
 provider "aws" {
   region = var.region
 

@@ -1,15 +1,5 @@
 # The emulator stack: the same modules as the AWS stack, against a local AWS emulator (moto server by
 # default, LocalStack where one runs). The coordinator starts the emulator and passes its endpoint.
-terraform {
-  required_version = ">= 1.6"
-  required_providers {
-    aws = {
-      source  = "hashicorp/aws"
-      version = ">= 5.60, < 6.0"
-    }
-  }
-}
-
 provider "aws" {
   region                      = var.region
   access_key                  = "testing"
