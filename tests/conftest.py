@@ -12,6 +12,9 @@ import pytest
 from coordinator.build.model import build_tiny_model
 from inference.dataset import write_dataset
 
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
+
 WORDS = [
     "the",
     "a",
@@ -130,3 +133,19 @@ def worker_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers (in process or not) use one torch thread and never reach for a hub."""
     monkeypatch.setenv("SPOTBATCH_TORCH_THREADS", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def terraform_ready() -> None:
+    """Terraform tests need the binary and, offline, a provider mirror; without them they skip and say why."""
+    import shutil
+
+    from coordinator.stack.terraform import find_mirror
+
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform is not on PATH")
+    if find_mirror() is None:
+        pytest.skip(
+            "no hashicorp/aws provider mirror found (set SPOTBATCH_TF_PLUGIN_MIRROR); the registry is "
+            "unreachable offline"
+        )

@@ -10,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import REPO
+
+ROOT = REPO
 DOCKERFILE = (ROOT / "docker" / "Dockerfile").read_text()
 
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 
 from coordinator.cost.budget import DEFAULT_CEILING_USD
 from coordinator.cost.preflight import CHECK_NAMES
 from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceTable, recommend_two_gpu_vendor
+from tests.conftest import REPO
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "budget"
+DOCS = REPO / "docs" / "budget"
 
 
 def manifest() -> dict[str, object]:

@@ -22,9 +22,10 @@ from coordinator.whatif.job import WhatIfJob
 from coordinator.whatif.optimum import optimum_cost
 from coordinator.whatif.study import DEFAULT_POLICIES, policy_for, run_study, summarise, trace_windows
 from coordinator.whatif.traces import AvailabilityTrace, RunLengths, random_availability
+from tests.conftest import FIXTURES
 
 TICK = 180
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+TRACES = FIXTURES / "traces"
 
 
 def job(deadline: int = 7200, **overrides: int) -> WhatIfJob:
@@ -163,9 +164,9 @@ def test_bad_jobs_and_policies_are_refused_by_name() -> None:
 
 
 def test_traces_windows_and_run_lengths() -> None:
-    trace = AvailabilityTrace.load(FIXTURES / "synthetic-zone.json")
+    trace = AvailabilityTrace.load(TRACES / "synthetic-zone.json")
     assert trace.gap_seconds == 195 and len(trace.available) == 400
-    flipped = AvailabilityTrace.load(FIXTURES / "synthetic-zone.json", one_means="preempted")
+    flipped = AvailabilityTrace.load(TRACES / "synthetic-zone.json", one_means="preempted")
     assert all(a != b for a, b in zip(trace.available, flipped.available, strict=True))
     runs = RunLengths.of(trace)
     assert min(runs.available) >= 5 and max(runs.unavailable) <= 20
@@ -189,7 +190,7 @@ def test_traces_windows_and_run_lengths() -> None:
 
 
 def test_study_summary_orders_the_optimum_first_and_counts_deadlines() -> None:
-    trace = AvailabilityTrace.load(FIXTURES / "synthetic-zone.json")
+    trace = AvailabilityTrace.load(TRACES / "synthetic-zone.json")
     small = WhatIfJob(
         work_seconds=3600,
         deadline_seconds=7200,
@@ -218,7 +219,7 @@ def test_whatif_cli_on_a_fixture_trace(tmp_path: Path) -> None:
     out = tmp_path / "runs.jsonl"
     result = spotbatch(
         "--trace",
-        str(FIXTURES / "synthetic-zone.json"),
+        str(TRACES / "synthetic-zone.json"),
         "--work-hours",
         "1",
         "--deadline-hours",

@@ -29,6 +29,7 @@ from coordinator.sim.fault_proxy import FaultRule
 from coordinator.sim.matrix import run_matrix
 from coordinator.sim.quick_stack import job_instances, make_stack
 from coordinator.sim.settings import SimulationSettings
+from tests.conftest import FIXTURES
 
 ROWS = 1_500
 
@@ -288,7 +289,7 @@ def test_run_cli_names_a_bad_outputs_file(tmp_path: Path) -> None:
 def test_trace_replay_interrupts_spot_and_refuses_spot_launches_while_unavailable(
     stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
 ) -> None:
-    trace = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "flaky-zone.json"
+    trace = FIXTURES / "traces" / "flaky-zone.json"
     (run,) = run_matrix(
         settings(
             tmp_path, busy_model_dir, sentences_parquet, runs={"hybrid": 1}, trace=trace, spot_share=1.0
@@ -322,7 +323,7 @@ def test_deadline_policy_goes_on_demand_in_an_outage_and_back_to_spot_after_it(
     outage sends a segment to on-demand rather than waiting; when spot is back (a minute after the refused
     launch) the slack still pays two changeovers, so the on-demand instance is stopped (it drains to its
     checkpoint) and the segment continues on spot."""
-    trace = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "outage-every-8-min.json"
+    trace = FIXTURES / "traces" / "outage-every-8-min.json"
     (run,) = run_matrix(
         settings(
             tmp_path,
