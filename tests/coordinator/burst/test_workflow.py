@@ -1,8 +1,8 @@
-"""The burst workflow against local stand-ins: the Lambda Cloud client's real HTTP code against a server that
-follows Lambda's published API, and a real sshd on 127.0.0.1 as the rented box (parity, rsync, smoke run,
-pull-back over real SSH). Failure cases: launch error after the box was created, a terminate that fails
-once, a box that never becomes active, 429s, a parity mismatch, a payload off the allow-list, SIGTERM and
-SIGKILL of the CLI (then `burst down`). The API key must not appear in any file, log or MLflow record."""
+"""The burst workflow against local stand-ins: Lambda's published API served on 127.0.0.1 and a real sshd
+as the rented box (parity, rsync, smoke run, pull-back over real SSH). Failure cases: launch error after
+the box was created, a terminate that fails once, a box that never becomes active, a parity mismatch, a
+payload off the allow-list, SIGTERM and SIGKILL of the CLI (then `burst down`). The API key must not appear
+in any file, log or MLflow record."""
 
 from __future__ import annotations
 
@@ -20,38 +20,20 @@ from typing import Any
 
 import pytest
 
-from coordinator.burst.cost import price_burst
 from coordinator.burst.payload import build_payload
 from coordinator.burst.plan import BurstPlan, BurstState
 from coordinator.burst.providers.lambda_cloud import LambdaCloud
 from coordinator.burst.workflow import run_burst
 from coordinator.cost.budget import BudgetGuard
 from coordinator.errors import (
-    BurstCostError,
     BurstFailed,
-    LaunchUnconfirmed,
-    NoCapacity,
     ParityMismatch,
     PreflightFailed,
-    ProviderError,
-    RateLimited,
     SshdUnavailable,
 )
 from coordinator.sim.lambda_standin import LambdaStandIn
 from coordinator.sim.local_sshd import LocalSshd
-
-API_KEY = "sk-test-" + "7f3a9c" * 6  # a recognisable value to grep for
-
-
-@pytest.fixture
-def standin() -> Iterator[LambdaStandIn]:
-    with LambdaStandIn(api_key=API_KEY, boot_seconds=0.2) as server:
-        yield server
-
-
-@pytest.fixture
-def cloud(standin: LambdaStandIn) -> LambdaCloud:
-    return LambdaCloud(api_key=API_KEY, base_url=standin.api_url, backoff_seconds=0.01)
+from tests.coordinator.burst.conftest import API_KEY
 
 
 @pytest.fixture(scope="module")
@@ -112,79 +94,6 @@ def assert_key_nowhere(*roots: Path, text: str = "") -> None:
 
 
 # -- the client against the stand-in -------------------------------------------------------------------------
-
-
-def test_client_lists_launches_reads_and_terminates(standin: LambdaStandIn, cloud: LambdaCloud) -> None:
-    offer = cloud.instance_types()["gpu_2x_a100_sxm4_80gb"]
-    assert (offer.gpus, offer.usd_per_hour, offer.usd_per_gpu_hour) == (2, 3.58, 1.79)
-    assert "us-east-1" in offer.regions_with_capacity
-    launched = cloud.launch(
-        instance_type="gpu_1x_a100_sxm4_80gb", region="us-east-1", ssh_key_name="k", name="spotbatch-burst-a"
-    )
-    assert launched.requested_at.endswith("Z") and len(launched.requested_at) == 20
-    assert cloud.instance(launched.instance_id).status == "booting"  # type: ignore[union-attr]
-    time.sleep(0.25)
-    active = cloud.instance(launched.instance_id)
-    assert active is not None and (active.status, active.ip, active.name) == (
-        "active",
-        "127.0.0.1",
-        "spotbatch-burst-a",
-    )
-    assert [i.id for i in cloud.instances()] == [launched.instance_id]
-    cloud.terminate([launched.instance_id])
-    assert cloud.instance(launched.instance_id).status == "terminated"  # type: ignore[union-attr]
-    assert cloud.instances() == [] and cloud.instance("standin-nope") is None
-    assert "Bearer" not in repr(cloud) and API_KEY not in repr(cloud)
-
-
-def test_client_errors_name_the_call_and_the_code(standin: LambdaStandIn, cloud: LambdaCloud) -> None:
-    wrong = LambdaCloud(api_key="sk-wrong", base_url=standin.api_url)
-    with pytest.raises(
-        ProviderError, match=r"lambda GET /instances: HTTP 401 global/invalid-api-key"
-    ) as error:
-        wrong.instances()
-    assert "sk-wrong" not in str(error.value)
-    standin.no_capacity = True
-    with pytest.raises(NoCapacity, match="insufficient-capacity"):
-        cloud.launch(instance_type="gpu_1x_h100_sxm5", region="us-east-1", ssh_key_name="k", name="x")
-    with pytest.raises(ProviderError, match="no Lambda Cloud API key: set LAMBDA_API_KEY"):
-        LambdaCloud(api_key="", base_url=standin.api_url)
-
-
-def test_429s_are_retried_then_reported(standin: LambdaStandIn, cloud: LambdaCloud) -> None:
-    standin.rate_limit_next = 3
-    assert cloud.instances() == [] and cloud.retries == 3
-    standin.rate_limit_next = 10
-    with pytest.raises(RateLimited, match="HTTP 429 after 6 tries"):
-        cloud.instances()
-
-
-def test_a_launch_that_errors_after_creating_is_unconfirmed(
-    standin: LambdaStandIn, cloud: LambdaCloud
-) -> None:
-    standin.launch_error_after_create = 1
-    with pytest.raises(LaunchUnconfirmed, match=r"HTTP 500 .*the instance may exist"):
-        cloud.launch(
-            instance_type="gpu_1x_a100_sxm4_80gb",
-            region="us-east-1",
-            ssh_key_name="k",
-            name="spotbatch-burst-b",
-        )
-    assert [i.name for i in cloud.instances()] == ["spotbatch-burst-b"]  # it exists: found by name
-
-
-def test_price_burst_bills_whole_minutes_and_refuses_bad_times() -> None:
-    cost = price_burst(
-        1.79, 1, "2026-12-02T18:00:03Z", "2026-12-02T18:21:40Z", "lambda", "gpu_1x_a100_sxm4_80gb"
-    )
-    assert cost.billable_hours == pytest.approx(22 / 60) and cost.cost_usd == pytest.approx(1.79 * 22 / 60)
-    assert price_burst(
-        1.79, 2, "2026-12-02T18:00:00Z", "2026-12-02T18:00:10Z", "lambda", "x"
-    ).cost_usd == pytest.approx(2 * 1.79 / 60, abs=1e-6)
-    with pytest.raises(BurstCostError, match="teardown 2026-12-02T17:00:00Z is before boot"):
-        price_burst(1.79, 1, "2026-12-02T18:00:00Z", "2026-12-02T17:00:00Z", "lambda", "x")
-    with pytest.raises(BurstCostError, match="boot_utc_iso='yesterday' is not an ISO 8601 time"):
-        price_burst(1.79, 1, "yesterday", "2026-12-02T17:00:00Z", "lambda", "x")
 
 
 # -- the workflow over real SSH ------------------------------------------------------------------------------

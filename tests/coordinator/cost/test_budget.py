@@ -1,16 +1,13 @@
-"""The budget guard: the ceiling, reservations, the append-only log, concurrency, bad input, the CLI."""
+"""The budget guard: the ceiling, reservations, the append-only log, concurrency and bad input."""
 
 from __future__ import annotations
 
 import json
 import multiprocessing
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from coordinator.cli import main
 from coordinator.cost.budget import BudgetGuard
 from coordinator.errors import BudgetConfigError, BudgetGuardExceeded
 
@@ -185,72 +182,3 @@ def _authorize_after_barrier(
 ) -> None:
     start.wait()
     _authorize_in_child(log_path, index, results)
-
-
-def test_cli_status_and_check(log_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    guard = BudgetGuard(5.0, log_path)
-    guard.authorize("lab02-tp-spinup", 3.00)
-    guard.record_actual("lab02-tp-spinup", 2.10)
-    guard.authorize("smoke", 0.40)
-    assert main(["budget", "status", "--spend-log", str(log_path), "--ceiling", "5"]) == 0
-    out = capsys.readouterr().out
-    for expected in (
-        "ceiling   $5.00",
-        "spent     $2.10",
-        "reserved  $0.40",
-        "remaining $2.50",
-        "lab02-tp-spinup",
-    ):
-        assert expected in out
-    assert (
-        main(["budget", "check", "--estimate", "2.50", "--spend-log", str(log_path), "--ceiling", "5"]) == 0
-    )
-    assert "fits" in capsys.readouterr().out
-    assert (
-        main(["budget", "check", "--estimate", "2.51", "--spend-log", str(log_path), "--ceiling", "5"]) == 3
-    )
-    assert "would pass the ceiling" in capsys.readouterr().err
-    assert len(lines(log_path)) == 3  # check never writes
-
-
-def test_cli_bad_estimate_through_the_real_entry_point(log_path: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coordinator",
-            "budget",
-            "check",
-            "--estimate",
-            "abc",
-            "--spend-log",
-            str(log_path),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 2
-    assert "estimate must be a number of dollars, got 'abc'" in result.stderr
-
-
-def test_cli_estimate_shows_the_arithmetic_and_asks_the_guard(
-    log_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    args = [
-        "budget",
-        "estimate",
-        "--hours",
-        "0.5",
-        "--instances",
-        "8",
-        "--spend-log",
-        str(log_path),
-        "--ceiling",
-        "5",
-    ]
-    assert main([*args, "--market", "spot"]) == 0
-    out = capsys.readouterr().out
-    assert "0.500 h x $0.9180/h x 8 instance(s) x (1 + 25% margin) = $4.59" in out
-    assert main([*args, "--market", "on-demand"]) == 3  # $15.30 cannot fit under $5
-    assert "would pass the ceiling $5.00" in capsys.readouterr().err

@@ -1,0 +1,23 @@
+"""The Lambda Cloud stand-in (Lambda's published API on 127.0.0.1) and a client of it, for the burst tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from coordinator.burst.providers.lambda_cloud import LambdaCloud
+from coordinator.sim.lambda_standin import LambdaStandIn
+
+API_KEY = "sk-test-" + "7f3a9c" * 6  # a recognisable value to grep for
+
+
+@pytest.fixture
+def standin() -> Iterator[LambdaStandIn]:
+    with LambdaStandIn(api_key=API_KEY, boot_seconds=0.2) as server:
+        yield server
+
+
+@pytest.fixture
+def cloud(standin: LambdaStandIn) -> LambdaCloud:
+    return LambdaCloud(api_key=API_KEY, base_url=standin.api_url, backoff_seconds=0.01)

@@ -1,0 +1,99 @@
+"""`spotbatch whatif` through the real entry point: a fixture trace, and bad input refused by name."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coordinator.whatif.study import DEFAULT_POLICIES
+from tests.coordinator.whatif.conftest import TRACES
+
+
+def spotbatch(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", "whatif", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_whatif_cli_on_a_fixture_trace(tmp_path: Path) -> None:
+    out = tmp_path / "runs.jsonl"
+    result = spotbatch(
+        "--trace",
+        str(TRACES / "synthetic-zone.json"),
+        "--work-hours",
+        "1",
+        "--deadline-hours",
+        "2",
+        "--runs",
+        "5",
+        "--json",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "| optimum | 5 |" in result.stdout and "| deadline | 5 |" in result.stdout
+    assert "spot 0.918 $/h, on-demand 3.06 $/h" in result.stdout  # the price table's p3.2xlarge
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 5 * (len(DEFAULT_POLICIES) + 1)
+    assert all(line["optimum_usd"] <= line["cost_usd"] + 1e-9 for line in lines if line["deadline_met"])
+
+    one = spotbatch(
+        "--model",
+        "random",
+        "--rows",
+        "36000",
+        "--rows-per-s",
+        "10",
+        "--deadline-hours",
+        "2",
+        "--runs",
+        "1",
+        "--checkpoint-seconds",
+        "600",
+        "--spot-price",
+        "1",
+        "--on-demand-price",
+        "3",
+    )
+    assert one.returncode == 0, one.stderr
+    assert "one run (random 30%/300s #0):" in one.stdout and "rows redone" in one.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--trace", "missing.json", "--work-hours", "1", "--deadline-hours", "2"],
+            "--trace missing.json: no such file or folder",
+        ),
+        (["--work-hours", "1", "--deadline-hours", "2"], "--model trace needs --trace FILE|FOLDER"),
+        (["--model", "random", "--rows", "10", "--deadline-hours", "2"], "--rows needs --rows-per-s"),
+        (
+            ["--model", "random", "--work-hours", "3", "--deadline-hours", "2"],
+            "deadline_seconds=7200 is shorter",
+        ),
+        (
+            [
+                "--model",
+                "random",
+                "--work-hours",
+                "1",
+                "--deadline-hours",
+                "2",
+                "--policies",
+                "greedy,fastest",
+            ],
+            "unknown policy 'fastest'",
+        ),
+        (
+            ["--model", "random", "--work-hours", "1", "--deadline-hours", "2", "--instance-type", "x9.huge"],
+            "no spot price for aws x9.huge",
+        ),
+    ],
+)
+def test_whatif_cli_refuses_bad_input_by_name(args: list[str], message: str) -> None:
+    result = spotbatch(*args)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
