@@ -2,7 +2,7 @@
 
 `build_payload` makes an allow-listed folder: the worker's code (`inference/`), the model, a slice of the
 dataset, `burst_job.py` and `requirements.lock` (the versions this machine runs). Nothing else is ever
-sent: `sync_policy.check_payload` with `BURST_ALLOW` must pass.
+sent: `preflight.allow_list.check_payload` with `BURST_ALLOW` must pass.
 
 Parity: the same small Python program runs here and on the box and prints a fingerprint: Python, torch,
 transformers, tokenizers, CUDA and driver, and a hash of the installed versions of the lock's packages.
@@ -29,8 +29,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 import inference
-from coordinator.cost.allow_list import DEFAULT_ALLOW
 from coordinator.errors import PayloadError
+from coordinator.preflight.allow_list import DEFAULT_ALLOW
 from inference.dataset import write_dataset
 
 BURST_ALLOW = (*DEFAULT_ALLOW, "*.safetensors", "*.lock")

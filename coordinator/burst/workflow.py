@@ -38,20 +38,20 @@ from coordinator.burst.payload import (
 from coordinator.burst.plan import BURST_PREFIX, BurstPlan, BurstState, StepLog, now_iso
 from coordinator.burst.providers.base import GONE, GpuCloud
 from coordinator.burst.teardown import teardown
-from coordinator.cost.allow_list import check_payload
 from coordinator.cost.budget import BudgetGuard
-from coordinator.cost.preflight import (
-    PRICE_MAX_AGE_DAYS,
-    CheckResult,
-    apply_overrides,
-    check_budget_headroom,
-    require_preflight,
-)
 from coordinator.errors import (
     BurstFailed,
     LaunchUnconfirmed,
     ProviderError,
     SpotbatchError,
+)
+from coordinator.preflight.allow_list import check_payload
+from coordinator.preflight.checks import (
+    PRICE_MAX_AGE_DAYS,
+    CheckResult,
+    apply_overrides,
+    check_budget_headroom,
+    require_preflight,
 )
 
 

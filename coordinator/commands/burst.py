@@ -154,8 +154,8 @@ def burst_command(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace, name: str, run_dir: Path) -> BurstPlan:
     """The plan from the flags, priced from the table (the run reads the provider's price of the day)."""
     from coordinator.burst.plan import BurstPlan
-    from coordinator.cost.preflight import parse_overrides
     from coordinator.cost.pricing import PriceTable
+    from coordinator.preflight.checks import parse_overrides
 
     table_row = PriceTable.load().lookup("lambda", "us", args.instance_type, "on-demand")
     plan = BurstPlan(

@@ -93,9 +93,9 @@ def confirm(args: argparse.Namespace, what: str) -> None:
 def apply_real_command(args: argparse.Namespace) -> int:
     import boto3
 
-    from coordinator.cost import preflight
     from coordinator.cost.pricing import PriceTable
     from coordinator.paths import runs_dir
+    from coordinator.preflight import checks as preflight
     from coordinator.stack.real_aws import RealAws
 
     ec2 = boto3.client("ec2", region_name=args.region)

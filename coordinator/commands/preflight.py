@@ -36,10 +36,10 @@ def add_parser(commands: Subcommands) -> None:
 def preflight_command(args: argparse.Namespace) -> int:
     import boto3
 
-    from coordinator.cost import preflight
     from coordinator.cost.budget import parse_amount
     from coordinator.cost.pricing import PriceTable, live_or_table_price
     from coordinator.paths import preflight_log_path
+    from coordinator.preflight import checks as preflight
 
     ec2 = boto3.client("ec2", region_name=args.region)
     table = PriceTable.load()

@@ -7,8 +7,8 @@ import json
 import jsonschema
 
 from coordinator.cost.budget import DEFAULT_CEILING_USD
-from coordinator.cost.preflight import CHECK_NAMES
 from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceTable, recommend_two_gpu_vendor
+from coordinator.preflight.checks import CHECK_NAMES
 from tests.conftest import REPO
 
 DOCS = REPO / "docs" / "budget"

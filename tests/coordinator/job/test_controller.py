@@ -125,6 +125,10 @@ def test_throttling_500s_and_spot_capacity_are_handled_per_policy(
     assert outcome.succeeded, outcome.failures
     assert outcome.api_retries == 4  # two throttled and two 500 calls, each retried by the fleet
     record = json.loads((run.result.run_dir / "run.json").read_text())
+    # run.json carries every setting of the run, the simulator's included (boot and model were once lost)
+    assert record["boot"] == "fork" and record["model"] == str(tiny_model_dir)
+    assert (record["batch_size"], record["checkpoint_every"], record["seed"]) == (16, 4, 0)
+    assert record["spec"]["policy"] == "hybrid" and record["spec"]["segments"] == 4
     assert record["faults_injected"] == [
         "RunInstances: RequestLimitExceeded",
         "RunInstances: RequestLimitExceeded",

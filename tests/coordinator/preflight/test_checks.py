@@ -12,12 +12,12 @@ import boto3
 import pytest
 
 from coordinator.cli import main
-from coordinator.cost import preflight
-from coordinator.cost.allow_list import check_payload
 from coordinator.cost.billing import EC2_LINUX
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import PriceQuote
 from coordinator.errors import PreflightFailed
+from coordinator.preflight import checks as preflight
+from coordinator.preflight.allow_list import check_payload
 
 QUOTE = PriceQuote(0.918, "table 2026-12-02: test", EC2_LINUX)
 

@@ -22,12 +22,12 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from coordinator.cost.allow_list import check_payload
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import PriceQuote
 from coordinator.errors import PreflightFailed
 from coordinator.job.instances import list_instances
 from coordinator.job.launch_contract import TAG_MAX_LIFETIME
+from coordinator.preflight.allow_list import check_payload
 
 BUDGET_HEADROOM = 0.5  # remaining must cover the estimate plus half again: estimates run low
 PRICE_MAX_AGE_DAYS = 30  # a price table older than a month is not "the price of the day"

@@ -1,0 +1,45 @@
+"""The exception tree: one root, an exit code on each class, the tree drawn in full in its docstring."""
+
+from __future__ import annotations
+
+import inspect
+
+from coordinator import errors
+from inference import errors as worker_errors
+
+CODES = {0, 1, 2, 3, 4, 5, 6, 130}
+
+
+def classes(module: object, root: type[Exception]) -> list[type[Exception]]:
+    return [c for _, c in inspect.getmembers(module, inspect.isclass) if issubclass(c, root)]
+
+
+def test_every_error_descends_from_the_root_and_carries_a_known_exit_code() -> None:
+    for cls in classes(errors, Exception):
+        assert issubclass(cls, errors.SpotbatchError), cls
+        assert cls.exit_code in CODES, cls
+    for cls in classes(worker_errors, Exception):
+        assert issubclass(cls, worker_errors.WorkerError) and cls.exit_code in CODES, cls
+
+
+def test_the_docstring_draws_every_class() -> None:
+    doc = errors.__doc__ or ""
+    assert [c.__name__ for c in classes(errors, Exception) if c.__name__ not in doc] == []
+
+
+def test_retryable_and_do_not_retry_are_apart() -> None:
+    both = [
+        c
+        for c in classes(errors, Exception)
+        if issubclass(c, errors.Retryable) and issubclass(c, errors.DoNotRetry)
+    ]
+    assert both == []
+    assert issubclass(errors.CapacityError, errors.Retryable) and issubclass(
+        errors.CapacityError, errors.LaunchError
+    )
+    assert (
+        issubclass(errors.BudgetGuardExceeded, errors.DoNotRetry)
+        and errors.BudgetGuardExceeded.exit_code == 3
+    )
+    assert errors.PreflightFailed.exit_code == 4 and errors.Declined.exit_code == 5
+    assert worker_errors.Superseded.exit_code == 6 != errors.BudgetGuardExceeded.exit_code

@@ -1,0 +1,148 @@
+"""The house rules of ARCHITECTURE.md, checked on the code's own syntax trees.
+
+- no import cycle, between modules or between packages (coordinator's rooms, inference, reports);
+- `coordinator.sim` is imported only by commands, the simulator itself, benchmarks and tests;
+- `inference` (the worker) imports nothing from `coordinator`;
+- no module over 300 lines and no function over 60, except where the module says why at its top;
+- `ruff format` owns the layout: no marker that keeps a line from it, anywhere.
+
+Every import counts, also one inside a function or under `if TYPE_CHECKING:`: a lazy import is still an
+arrow between two rooms.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+from tests.conftest import REPO
+
+PACKAGES = ("coordinator", "inference", "reports")
+MAX_MODULE_LINES = 300
+MAX_FUNCTION_LINES = 60
+EXEMPTION = "longer than 300"  # a module that must be longer says so, with why, in its first lines
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules(roots: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    return {module_name(p): p for root in roots for p in sorted((REPO / root).rglob("*.py"))}
+
+
+def imports_of(path: Path, known: dict[str, Path]) -> set[str]:
+    """The project's modules that `path` imports (the longest known prefix of each imported name)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name and name not in PACKAGES:
+                found.add(name)
+    return found
+
+
+def graph(known: dict[str, Path]) -> dict[str, set[str]]:
+    return {name: imports_of(path, known) - {name} for name, path in known.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in edges.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def room(module: str) -> str:
+    """A module's room: coordinator's subpackage (or the top-level module itself), or the package."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "coordinator" else parts[0]
+
+
+def test_no_import_cycle_between_modules() -> None:
+    assert cycles(graph(modules())) == []
+
+
+def test_no_import_cycle_between_rooms() -> None:
+    rooms: dict[str, set[str]] = defaultdict(set)
+    for source, targets in graph(modules()).items():
+        rooms[room(source)] |= {room(t) for t in targets} - {room(source)}
+    assert cycles(rooms) == [], dict(rooms)
+
+
+def test_the_simulator_is_imported_only_by_commands_itself_benchmarks_and_tests() -> None:
+    known = modules((*PACKAGES, "bench"))
+    allowed = ("coordinator.commands", "coordinator.sim", "bench")
+    leaks = {
+        name: sorted(t for t in targets if t.startswith("coordinator.sim"))
+        for name, targets in graph(known).items()
+        if not name.startswith(allowed)
+    }
+    assert {k: v for k, v in leaks.items() if v} == {}
+
+
+def test_the_worker_imports_nothing_from_the_coordinator() -> None:
+    known = modules()
+    worker = {name: targets for name, targets in graph(known).items() if name.startswith("inference")}
+    assert {k: sorted(v) for k, v in worker.items() if any(t.startswith("coordinator") for t in v)} == {}
+
+
+def test_modules_and_functions_stay_small() -> None:
+    big, long = [], []
+    for name, path in modules((*PACKAGES, "bench")).items():
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > MAX_MODULE_LINES and EXEMPTION not in text[:600]:
+            big.append(f"{name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long.append(f"{name}.{node.name}: {length} lines")
+    assert big == [] and long == []
+
+
+def test_the_formatter_owns_the_layout() -> None:
+    marker = "fmt: " + "skip"  # spelled in two parts so that this file does not count itself
+    skipped = [
+        str(path.relative_to(REPO))
+        for root in (*PACKAGES, "bench", "tests")
+        for path in (REPO / root).rglob("*.py")
+        if marker in path.read_text(encoding="utf-8")
+    ]
+    assert skipped == []
