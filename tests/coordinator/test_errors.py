@@ -43,3 +43,16 @@ def test_retryable_and_do_not_retry_are_apart() -> None:
     )
     assert errors.PreflightFailed.exit_code == 4 and errors.Declined.exit_code == 5
     assert worker_errors.Superseded.exit_code == 6 != errors.BudgetGuardExceeded.exit_code
+
+
+def test_the_readme_table_is_the_code_s() -> None:
+    import re
+
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Exit codes") :]
+    table = {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)}
+    used = {c.exit_code for c in classes(errors, Exception)} | {errors.EXIT_OK, errors.EXIT_INTERRUPTED}
+    assert table == used
+    assert "and 6: superseded" in section and worker_errors.EXIT_SUPERSEDED == 6
