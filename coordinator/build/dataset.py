@@ -47,8 +47,18 @@ def fetch_vader_sdist(cache_dir: Path) -> Path:
     if target.is_file():
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-               VADER_REQUIREMENT, "--dest", str(cache_dir)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        ":all:",
+        VADER_REQUIREMENT,
+        "--dest",
+        str(cache_dir),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0 or not target.is_file():
         raise DataError(

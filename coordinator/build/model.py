@@ -115,8 +115,8 @@ def build_sentiment_model(
         eval_rows=len(evaluation),
         eval_accuracy=round(evaluate(output_dir, evaluation), 4),
         train_seconds=round(train_seconds, 1),
-        notes=f"first {layers} of MiniLM's 6 layers kept; top {min(layers, TRAINABLE_LAYERS)} + head fine-tuned, "
-        f"{EPOCHS} epoch(s), seed {SEED}",
+        notes=f"first {layers} of MiniLM's 6 layers kept; top {min(layers, TRAINABLE_LAYERS)} + head "
+        f"fine-tuned, {EPOCHS} epoch(s), seed {SEED}",
     )
     _write_card(output_dir, card)
     return card
@@ -156,17 +156,28 @@ def build_tiny_model(output_dir: Path, *, layers: int = 2, width: int = 128, see
     tokenizer = AutoTokenizer.from_pretrained(minilm_encoder_dir())
     id2label, label2id = _label_ids()
     config = BertConfig(  # type: ignore[call-arg]
-        vocab_size=tokenizer.vocab_size, hidden_size=width, num_hidden_layers=layers,
-        num_attention_heads=max(1, width // 64), intermediate_size=width * 4, max_position_embeddings=512,
-        num_labels=len(LABELS), id2label=id2label, label2id=label2id,
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=width,
+        num_hidden_layers=layers,
+        num_attention_heads=max(1, width // 64),
+        intermediate_size=width * 4,
+        max_position_embeddings=512,
+        num_labels=len(LABELS),
+        id2label=id2label,
+        label2id=label2id,
     )
     model = BertForSequenceClassification(config).eval()  # type: ignore[no-untyped-call]
     output_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(output_dir)
     tokenizer.save_pretrained(output_dir)
     card = ModelCard(
-        name=f"tiny-bert-{layers}x{width}", base="random initialisation", train_rows=0, eval_rows=0,
-        eval_accuracy=None, train_seconds=0.0, notes=f"seed {seed}; predictions are meaningless, only fast",
+        name=f"tiny-bert-{layers}x{width}",
+        base="random initialisation",
+        train_rows=0,
+        eval_rows=0,
+        eval_accuracy=None,
+        train_seconds=0.0,
+        notes=f"seed {seed}; predictions are meaningless, only fast",
     )
     _write_card(output_dir, card)
     return card

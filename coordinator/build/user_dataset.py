@@ -70,9 +70,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError as error:
             raise DataError(f"{path}: line {number}: not valid JSON ({error.msg})") from None
         if not isinstance(record, dict):
-            raise DataError(
-                f"{path}: line {number}: expected a JSON object, got {type(record).__name__}"
-            )
+            raise DataError(f"{path}: line {number}: expected a JSON object, got {type(record).__name__}")
         records.append(record)
     return records
 
@@ -112,9 +110,7 @@ def _read_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         records = _read_parquet(path)
         columns = pq.read_schema(path).names
     else:
-        raise DataError(
-            f"{path}: unsupported file type {suffix!r} (use {', '.join(SUPPORTED_SUFFIXES)})"
-        )
+        raise DataError(f"{path}: unsupported file type {suffix!r} (use {', '.join(SUPPORTED_SUFFIXES)})")
     if not records:
         raise DataError(f"{path}: the file has no data rows")
     return records, columns
@@ -175,7 +171,8 @@ def _texts(
     if bad_rows and not allow_empty:
         raise DataError(
             f"{path}: column {column!r}: {len(bad_rows)} null or empty text(s) at "
-            f"{_rows_phrase(bad_rows)}; fix them, or pass --allow-empty-texts to predict them as empty strings"
+            f"{_rows_phrase(bad_rows)}; fix them, or pass --allow-empty-texts to predict them as empty "
+            "strings"
         )
     return texts, len(bad_rows)
 
@@ -189,7 +186,7 @@ def _ids(path: Path, records: list[dict[str, Any]], column: str) -> list[Any]:
 
 
 def _normalise_ids(path: Path, column: str, ids: list[Any]) -> list[Any]:
-    """Integers stay integers (CSV gives strings of digits); anything else becomes a string. Ids are unique."""
+    """Integers stay integers (CSV gives strings of digits); anything else becomes a string; unique."""
     if all(isinstance(i, int) or (isinstance(i, str) and i.strip().lstrip("-").isdigit()) for i in ids):
         ids = [int(i) for i in ids]
     else:
@@ -208,5 +205,3 @@ def _normalise_ids(path: Path, column: str, ids: list[Any]) -> list[Any]:
             f"{first_seen[ids[first - 1]]}); {len(duplicates)} duplicate(s) in all"
         )
     return ids
-
-
