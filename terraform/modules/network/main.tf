@@ -1,6 +1,18 @@
+# The workers' network: one subnet per availability zone, a security group with no inbound rule at all.
+#
+# mode = "public" (default): subnets with public addresses and a route to an internet gateway, the cheapest
+#   way out for image pulls and API calls; nothing can come in (the security group has no ingress).
+# mode = "private": no public addresses and no route to the internet; the workers reach S3 through a gateway
+#   endpoint and ECR, CloudWatch Logs and metrics through interface endpoints (for accounts that forbid
+#   public IPs; the interface endpoints cost about $0.01 per hour each per zone).
 locals {
-  create = var.subnet_id == null
-  vpc_id = local.create ? aws_vpc.this[0].id : var.vpc_id
+  create  = var.existing == null
+  vpc_id  = local.create ? aws_vpc.this[0].id : var.existing.vpc_id
+  public  = var.mode == "public"
+  zones   = local.create ? var.availability_zones : []
+  subnets = { for index, zone in local.zones : zone => cidrsubnet(var.vpc_cidr, var.subnet_newbits, index) }
+  # AWS services the workers call, reached through interface endpoints in private mode
+  interface_services = local.public || !local.create ? [] : ["ecr.api", "ecr.dkr", "logs", "monitoring"]
 }
 
 resource "aws_vpc" "this" {
@@ -13,22 +25,81 @@ resource "aws_vpc" "this" {
 }
 
 resource "aws_subnet" "this" {
-  count                   = local.create ? 1 : 0
+  #checkov:skip=CKV_AWS_130:public mode gives workers a public address for egress (pulls, API calls) only; their security group has no ingress rule
+  for_each                = local.subnets
   vpc_id                  = aws_vpc.this[0].id
-  cidr_block              = var.subnet_cidr
-  availability_zone       = var.availability_zone
-  map_public_ip_on_launch = false
-  tags                    = merge(var.tags, { Name = "${var.name}-workers" })
+  cidr_block              = each.value
+  availability_zone       = each.key
+  map_public_ip_on_launch = local.public
+  tags                    = merge(var.tags, { Name = "${var.name}-workers-${each.key}" })
 }
 
-# Workers reach the bucket through a gateway endpoint: no internet gateway, no public address.
+resource "aws_internet_gateway" "this" {
+  count  = local.create && local.public ? 1 : 0
+  vpc_id = aws_vpc.this[0].id
+  tags   = merge(var.tags, { Name = var.name })
+}
+
+resource "aws_route_table" "this" {
+  count  = local.create ? 1 : 0
+  vpc_id = aws_vpc.this[0].id
+  tags   = merge(var.tags, { Name = "${var.name}-workers" })
+}
+
+resource "aws_route" "internet" {
+  count                  = local.create && local.public ? 1 : 0
+  route_table_id         = aws_route_table.this[0].id
+  destination_cidr_block = "0.0.0.0/0"
+  gateway_id             = aws_internet_gateway.this[0].id
+}
+
+resource "aws_route_table_association" "this" {
+  for_each       = aws_subnet.this
+  subnet_id      = each.value.id
+  route_table_id = aws_route_table.this[0].id
+}
+
+# S3 through a gateway endpoint in both modes: free, and traffic to the bucket stays in the region's network.
 resource "aws_vpc_endpoint" "s3" {
   count             = local.create ? 1 : 0
   vpc_id            = aws_vpc.this[0].id
   service_name      = "com.amazonaws.${var.region}.s3"
   vpc_endpoint_type = "Gateway"
-  route_table_ids   = [aws_vpc.this[0].main_route_table_id]
+  route_table_ids   = [aws_route_table.this[0].id]
   tags              = var.tags
+}
+
+resource "aws_vpc_endpoint" "interface" {
+  for_each            = toset(local.interface_services)
+  vpc_id              = aws_vpc.this[0].id
+  service_name        = "com.amazonaws.${var.region}.${each.key}"
+  vpc_endpoint_type   = "Interface"
+  private_dns_enabled = true
+  subnet_ids          = [for subnet in aws_subnet.this : subnet.id]
+  security_group_ids  = [aws_security_group.endpoints[0].id]
+  tags                = merge(var.tags, { Name = "${var.name}-${each.key}" })
+}
+
+resource "aws_security_group" "endpoints" {
+  count       = length(local.interface_services) > 0 ? 1 : 0
+  name_prefix = "${var.name}-endpoints-"
+  description = "spotbatch interface endpoints: HTTPS from inside the VPC only"
+  vpc_id      = local.vpc_id
+  tags        = var.tags
+
+  lifecycle {
+    create_before_destroy = true
+  }
+}
+
+resource "aws_vpc_security_group_ingress_rule" "endpoints" {
+  count             = length(aws_security_group.endpoints)
+  security_group_id = aws_security_group.endpoints[0].id
+  description       = "HTTPS from the workers' VPC"
+  ip_protocol       = "tcp"
+  from_port         = 443
+  to_port           = 443
+  cidr_ipv4         = var.vpc_cidr
 }
 
 # The VPC's default security group: no rules at all, so nothing can use it by accident.
@@ -39,9 +110,9 @@ resource "aws_default_security_group" "this" {
 }
 
 resource "aws_security_group" "this" {
-  #checkov:skip=CKV2_AWS_5:attached by the worker_templates module (launch templates), which checkov does not follow
+  #checkov:skip=CKV2_AWS_5:attached by the coordinator's RunInstances calls (through the launch templates), which checkov does not follow
   name_prefix = "${var.name}-workers-"
-  description = "spotbatch workers: no inbound; outbound HTTPS only (bucket, image registry)"
+  description = "spotbatch workers: no inbound; outbound HTTPS only (bucket, image registry, logs, metrics)"
   vpc_id      = local.vpc_id
   tags        = var.tags
 
@@ -66,5 +137,6 @@ resource "aws_vpc_security_group_ingress_rule" "ssh" {
   ip_protocol       = "tcp"
   from_port         = 22
   to_port           = 22
-  cidr_ipv4         = each.value
+  cidr_ipv4         = strcontains(each.value, ":") ? null : each.value
+  cidr_ipv6         = strcontains(each.value, ":") ? each.value : null
 }

@@ -1,9 +1,9 @@
-output "instance_profile_name" {
-  description = "Instance profile for the launch templates."
-  value       = aws_iam_instance_profile.this.name
+output "boundary_arn" {
+  description = "ARN of the permissions boundary every per-job worker role gets."
+  value       = aws_iam_policy.boundary.arn
 }
 
-output "role_arn" {
-  description = "ARN of the workers' role."
-  value       = aws_iam_role.this.arn
+output "role_path" {
+  description = "IAM path under which the coordinator creates the per-job worker roles."
+  value       = var.role_path
 }

@@ -3,12 +3,15 @@ locals {
   spot_max_price = coalesce(var.spot.max_price, var.on_demand_price)
 
   user_data = templatefile("${path.module}/user_data.sh.tftpl", {
-    image            = var.worker_image
-    bucket           = var.bucket
-    region           = var.region
-    model            = var.model
-    batch_size       = var.batch_size
-    checkpoint_every = var.checkpoint_every
+    image             = var.worker_image
+    registry          = split("/", var.worker_image)[0]
+    bucket            = var.bucket
+    region            = var.region
+    model             = var.model
+    log_group         = var.log_group
+    metrics_namespace = var.metrics_namespace
+    gpu               = var.gpu
+    lifetime_minutes  = ceil(var.max_lifetime_seconds / 60)
   })
 }
 
@@ -26,9 +29,7 @@ resource "aws_launch_template" "this" {
   # A worker that shuts itself down (job done, fatal error) must stop billing: terminate, not stop.
   instance_initiated_shutdown_behavior = "terminate"
 
-  iam_instance_profile {
-    name = var.instance_profile_name
-  }
+  # No instance profile here: the coordinator gives every launch its job's own role (coordinator/job/roles.py).
 
   vpc_security_group_ids = var.security_group_ids
 
@@ -36,7 +37,7 @@ resource "aws_launch_template" "this" {
     http_endpoint               = "enabled"
     http_tokens                 = "required" # IMDSv2 only
     http_put_response_hop_limit = 2          # the worker runs in a container: one extra hop
-    instance_metadata_tags      = "enabled"  # the worker reads its segment from its tags
+    instance_metadata_tags      = "enabled"  # user-data reads the job and segment from the tags
   }
 
   block_device_mappings {

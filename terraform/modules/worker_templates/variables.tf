@@ -20,8 +20,14 @@ variable "image_id" {
 }
 
 variable "instance_type" {
-  description = "EC2 instance type of the workers (the same for both markets), as in p3.2xlarge."
+  description = "EC2 instance type of the workers (the same for both markets), as in c7i.xlarge or g5.xlarge."
   type        = string
+}
+
+variable "gpu" {
+  description = "Whether instance_type has NVIDIA GPUs: the worker then runs with --gpus all (and the AMI and image must be the GPU ones)."
+  type        = bool
+  default     = false
 }
 
 variable "on_demand_price" {
@@ -62,11 +68,6 @@ variable "spot" {
     condition     = var.spot.spot_instance_type == "persistent" || var.spot.instance_interruption_behavior == "terminate"
     error_message = "A one-time spot request can only terminate on interruption."
   }
-}
-
-variable "instance_profile_name" {
-  description = "Instance profile of the workers (bucket-prefix access only)."
-  type        = string
 }
 
 variable "security_group_ids" {
@@ -111,10 +112,20 @@ variable "region" {
   type        = string
 }
 
+variable "tags" {
+  description = "Tags for the templates and the instances and volumes they launch."
+  type        = map(string)
+  default     = {}
+}
+
 variable "worker_image" {
-  description = "Container image of the worker (docker/Dockerfile)."
+  description = "The worker image by digest, as in <account>.dkr.ecr.<region>.amazonaws.com/spotbatch-worker@sha256:<64 hex> (`make image-push` prints it)."
   type        = string
-  default     = "spotbatch-worker:latest"
+
+  validation {
+    condition     = can(regex("^[^/@]+/[^@]+@sha256:[0-9a-f]{64}$", var.worker_image))
+    error_message = "worker_image must name the image by digest: <registry>/<repository>@sha256:<64 hex digits> (run `make image-push`)."
+  }
 }
 
 variable "model" {
@@ -123,20 +134,13 @@ variable "model" {
   default     = "/models/minilm-sentiment"
 }
 
-variable "batch_size" {
-  description = "Rows per batch."
-  type        = number
-  default     = 64
+variable "log_group" {
+  description = "CloudWatch Logs group the workers' containers log to (one stream per attempt)."
+  type        = string
 }
 
-variable "checkpoint_every" {
-  description = "Batches between checkpoints."
-  type        = number
-  default     = 50
-}
-
-variable "tags" {
-  description = "Tags for the templates and the instances and volumes they launch."
-  type        = map(string)
-  default     = {}
+variable "metrics_namespace" {
+  description = "CloudWatch namespace of the workers' CPU, memory and rows/s metrics."
+  type        = string
+  default     = "spotbatch"
 }

@@ -1,7 +1,6 @@
 variable "region" {
-  description = "AWS region, as in us-east-1."
+  description = "AWS region, as in us-east-1 (spotbatch passes --region, else $AWS_REGION/$AWS_DEFAULT_REGION, else the profile's)."
   type        = string
-  default     = "us-east-1"
 
   validation {
     condition     = can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]$", var.region))
@@ -20,6 +19,32 @@ variable "name" {
   }
 }
 
+variable "endpoint" {
+  description = "A local AWS emulator's URL (http://127.0.0.1:PORT); null for real AWS."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.endpoint == null || can(regex("^http://(127\\.[0-9]+\\.[0-9]+\\.[0-9]+|localhost|\\[::1\\]):[0-9]+/?$", var.endpoint))
+    error_message = "endpoint must be a loopback URL with a port (http://127.0.0.1:PORT): the stack never sends emulator credentials anywhere else."
+  }
+}
+
+variable "emulator_credentials" {
+  description = "The emulator's own credentials (access_key, secret_key); only with endpoint. Real AWS uses the usual credential chain."
+  type = object({
+    access_key = string
+    secret_key = string
+  })
+  default   = null
+  sensitive = true
+
+  validation {
+    condition     = (var.emulator_credentials == null) == (var.endpoint == null)
+    error_message = "emulator_credentials go with endpoint, and only with it (real AWS uses the usual credential chain)."
+  }
+}
+
 variable "bucket_name" {
   description = "Job bucket (globally unique)."
   type        = string
@@ -30,38 +55,46 @@ variable "bucket_name" {
   }
 }
 
-variable "force_destroy_bucket" {
-  description = "Whether destroy deletes the bucket's objects (false keeps real outputs safe)."
+variable "force_destroy" {
+  description = "Whether destroy also deletes the bucket's objects and the repository's images (false keeps real outputs safe)."
   type        = bool
   default     = false
 }
 
 variable "kms_key_arn" {
-  description = "KMS key for the bucket; null uses SSE-S3."
+  description = "KMS key for the bucket, the images, the logs and the root volumes; null uses AWS-managed encryption."
   type        = string
   default     = null
 }
 
-variable "vpc_id" {
-  description = "Existing VPC (with subnet_id); null creates one."
+variable "network_mode" {
+  description = "How workers reach AWS: \"public\" (public addresses, no inbound; the default) or \"private\" (VPC endpoints, no public address)."
   type        = string
-  default     = null
+  default     = "public"
+
+  validation {
+    condition     = contains(["public", "private"], var.network_mode)
+    error_message = "network_mode must be \"public\" or \"private\"."
+  }
 }
 
-variable "subnet_id" {
-  description = "Existing subnet for the workers; null creates a private one with an S3 endpoint."
-  type        = string
-  default     = null
+variable "existing_network" {
+  description = "Use an existing VPC and subnets (vpc_id, subnet_ids: zone => subnet id) instead of creating them; null creates them."
+  type = object({
+    vpc_id     = string
+    subnet_ids = map(string)
+  })
+  default = null
 }
 
 variable "ssh_ingress_cidrs" {
-  description = "CIDR ranges allowed to SSH in (default none)."
+  description = "CIDR ranges allowed to SSH in (default none: the workers accept no inbound traffic)."
   type        = list(string)
   default     = []
 }
 
 variable "image_id" {
-  description = "Worker AMI; null takes the latest Amazon Linux 2023 (install Docker in user-data or bake an AMI)."
+  description = "Worker AMI; null takes the ECS-optimized Amazon Linux 2023 AMI (the GPU one for GPU types) from its public SSM parameter."
   type        = string
   default     = null
 
@@ -72,20 +105,24 @@ variable "image_id" {
 }
 
 variable "instance_type" {
-  description = "Worker instance type."
+  description = "Worker instance type, as in c7i.xlarge (CPU) or g5.xlarge (GPU); priced from the project's price table."
   type        = string
-  default     = "p3.2xlarge"
+  default     = "c7i.xlarge"
 
   validation {
     condition     = can(regex("^[a-z][a-z0-9-]*[0-9][a-z0-9-]*\\.[a-z0-9]+$", var.instance_type))
-    error_message = "instance_type must be an EC2 type such as p3.2xlarge or c7i.xlarge."
+    error_message = "instance_type must be an EC2 type such as c7i.xlarge or g5.xlarge."
+  }
+
+  validation {
+    condition     = !contains(["inf1", "inf2", "trn1", "trn1n", "trn2"], split(".", var.instance_type)[0])
+    error_message = "Inferentia and Trainium types need the Neuron runtime, which the worker image does not carry; choose a CPU or NVIDIA GPU type."
   }
 }
 
 variable "on_demand_price" {
-  description = "On-demand price of instance_type, USD per hour (the spot max price)."
+  description = "On-demand price of instance_type, USD per hour: the spot max price unless spot_max_price is given (spotbatch passes it from the price table)."
   type        = number
-  default     = 3.06
 
   validation {
     condition     = var.on_demand_price > 0
@@ -93,18 +130,20 @@ variable "on_demand_price" {
   }
 }
 
-variable "worker_image" {
-  description = "Container image of the worker, in a registry the instances can pull from."
-  type        = string
+variable "spot_max_price" {
+  description = "Spot max price, USD per hour; null: the on-demand price (spot never costs more than on-demand)."
+  type        = number
+  default     = null
+}
 
-  validation {
-    condition     = length(trimspace(var.worker_image)) > 0
-    error_message = "worker_image must name the worker's container image."
-  }
+variable "worker_image" {
+  description = "The worker image by digest (<registry>/<repository>@sha256:...); null until `make image-push` has pushed one (the launch templates wait for it)."
+  type        = string
+  default     = null
 }
 
 variable "max_lifetime_seconds" {
-  description = "Longest a worker instance may live."
+  description = "Longest a worker instance may live (a shutdown armed at boot enforces it)."
   type        = number
   default     = 21600
 
@@ -112,4 +151,27 @@ variable "max_lifetime_seconds" {
     condition     = var.max_lifetime_seconds > 0 && var.max_lifetime_seconds <= 604800
     error_message = "max_lifetime_seconds must be between 1 and 604800 (a week)."
   }
+}
+
+variable "log_retention_days" {
+  description = "Days the workers' logs are kept in CloudWatch Logs."
+  type        = number
+  default     = 14
+}
+
+variable "worker_trusted_principals" {
+  description = "IAM principals (ARNs) that may assume the worker roles besides ec2.amazonaws.com: the simulator's stand-in for EC2 on an emulator; keep it empty on AWS."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.worker_trusted_principals : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:((user|role)/.+|root)$", arn))])
+    error_message = "worker_trusted_principals must be IAM user or role ARNs, or an account's root ARN."
+  }
+}
+
+variable "metrics_namespace" {
+  description = "CloudWatch namespace of the workers' CPU, memory and rows/s metrics."
+  type        = string
+  default     = "spotbatch"
 }

@@ -1,14 +1,15 @@
 mock_provider "aws" {}
 
 variables {
-  name                  = "t"
-  image_id              = "ami-12345678"
-  instance_type         = "p3.2xlarge"
-  on_demand_price       = 3.06
-  instance_profile_name = "profile"
-  security_group_ids    = ["sg-1"]
-  bucket                = "bucket"
-  region                = "us-east-1"
+  name               = "t"
+  image_id           = "ami-12345678"
+  instance_type      = "p3.2xlarge"
+  on_demand_price    = 3.06
+  security_group_ids = ["sg-1"]
+  bucket             = "bucket"
+  region             = "us-east-1"
+  log_group          = "/spotbatch/t/workers"
+  worker_image       = "123456789012.dkr.ecr.us-east-1.amazonaws.com/spotbatch-worker@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 }
 
 run "spot_and_on_demand_templates" {
@@ -90,4 +91,50 @@ run "one_time_spot_cannot_stop" {
     spot = { instance_interruption_behavior = "stop" }
   }
   expect_failures = [var.spot]
+}
+
+run "the_boot_script_arms_the_lifetime_first_and_uses_the_gpus_only_on_gpu_types" {
+  command = plan
+  variables {
+    max_lifetime_seconds = 3601
+  }
+  assert {
+    condition     = startswith([for line in split("\n", base64decode(aws_launch_template.this["spot"].user_data)) : line if line != "" && !startswith(line, "#")][0], "shutdown -h ")
+    error_message = "the lifetime shutdown is the script's first command, before any call that could fail"
+  }
+  assert {
+    condition     = strcontains(base64decode(aws_launch_template.this["spot"].user_data), "shutdown -h \"+61\"")
+    error_message = "the lifetime (rounded up to whole minutes) is armed"
+  }
+  assert {
+    condition     = length(regexall("--gpus all", base64decode(aws_launch_template.this["spot"].user_data))) == 0
+    error_message = "a CPU type runs without --gpus"
+  }
+  assert {
+    condition     = strcontains(base64decode(aws_launch_template.this["spot"].user_data), "credHelpers") && strcontains(base64decode(aws_launch_template.this["spot"].user_data), "123456789012.dkr.ecr.us-east-1.amazonaws.com")
+    error_message = "the registry is logged into with the instance role's credentials"
+  }
+  assert {
+    condition     = alltrue([for t in aws_launch_template.this : length(t.iam_instance_profile) == 0])
+    error_message = "no instance profile in the templates: each job brings its own role"
+  }
+}
+
+run "gpu_types_run_with_the_gpus" {
+  command = plan
+  variables {
+    gpu = true
+  }
+  assert {
+    condition     = strcontains(base64decode(aws_launch_template.this["on-demand"].user_data), "--gpus all")
+    error_message = "a GPU type runs the container with --gpus all"
+  }
+}
+
+run "an_image_by_tag_is_refused" {
+  command = plan
+  variables {
+    worker_image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/spotbatch-worker:latest"
+  }
+  expect_failures = [var.worker_image]
 }
