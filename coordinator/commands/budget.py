@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from coordinator.commands.options import Subcommands, add_aws_options, add_budget_options, budget_guard
+from coordinator.commands.options import (
+    Subcommands,
+    add_aws_options,
+    add_budget_options,
+    budget_guard,
+    region_of,
+)
 
 
 def add_parser(commands: Subcommands) -> None:
@@ -64,14 +70,15 @@ def estimate_command(args: argparse.Namespace) -> int:
     from coordinator.cost.budget import parse_amount
     from coordinator.cost.pricing import PriceTable, estimate_job_cost
 
-    quote = PriceTable.load().quote(args.provider, args.region, args.instance_type, args.market)
+    region = region_of(args, offline=True)
+    quote = PriceTable.load().quote(args.provider, region, args.instance_type, args.market)
     estimate = estimate_job_cost(
         work_hours=parse_amount(args.hours, "hours"),
         instances=args.instances,
         rate_usd_per_hour=quote.rate_usd_per_hour,
     )
     print(f"estimate: {estimate.describe()}")
-    where = f"{args.market} {args.instance_type} in {args.region}"
+    where = f"{args.market} {args.instance_type} in {region}"
     print(f"price: {where}, {quote.source} ({quote.billing.name})")
     guard = budget_guard(args)
     guard.check("estimate", estimate.total_usd)  # a refusal raises BudgetGuardExceeded: exit 3

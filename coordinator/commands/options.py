@@ -18,9 +18,9 @@ from typing import TypeAlias
 
 from coordinator.cost.budget import CEILING_ENV, DEFAULT_CEILING_USD, BudgetGuard
 from coordinator.paths import spend_log_path
+from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
+from coordinator.stack.target import EMULATOR_REGION, resolve_region
 
-DEFAULT_REGION = "us-east-1"
-DEFAULT_INSTANCE_TYPE = "p3.2xlarge"
 # what `add_subparsers()` returns; a string, since argparse's class is not subscriptable at run time
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -53,9 +53,24 @@ def budget_guard(args: argparse.Namespace, *, spend_log: Path | None = None) -> 
 def add_aws_options(parser: argparse.ArgumentParser) -> None:
     """Where the instances run and of which type (priced from the price table)."""
     group = parser.add_argument_group("AWS target")
-    group.add_argument("--region", default=DEFAULT_REGION, help=f"AWS region (default {DEFAULT_REGION})")
+    group.add_argument(
+        "--region", default=None, help="AWS region (default $AWS_REGION, $AWS_DEFAULT_REGION, the profile's)"
+    )
     group.add_argument(
         "--instance-type",
         default=DEFAULT_INSTANCE_TYPE,
         help=f"EC2 instance type, priced from the price table (default {DEFAULT_INSTANCE_TYPE})",
     )
+
+
+def region_of(args: argparse.Namespace, *, offline: bool = False) -> str:
+    """`--region`, else the environment's or the profile's. `offline` (price look-ups, the emulator):
+    without any, the emulator's region, so that nothing offline needs an AWS configuration."""
+    if offline and not args.region:
+        from coordinator.errors import ConfigError
+
+        try:
+            return resolve_region(None)
+        except ConfigError:
+            return EMULATOR_REGION
+    return resolve_region(args.region)

@@ -26,6 +26,9 @@ def add_parser(commands: Subcommands) -> None:
     check.add_argument("--shutdown-behavior", choices=("terminate", "stop"), default="terminate")
     check.add_argument("--max-lifetime-seconds", type=int, default=6 * 3_600)
     check.add_argument("--sync-dir", help="payload folder for a burst run")
+    check.add_argument(
+        "--instances", type=int, default=1, help="instances that will run at once (vCPU quota check)"
+    )
     check.add_argument("--override", action="append", default=[], metavar="NAME=REASON")
     check.add_argument("--preflight-log", help="default runs/preflight.jsonl")
     add_aws_options(check)
@@ -34,31 +37,50 @@ def add_parser(commands: Subcommands) -> None:
 
 
 def preflight_command(args: argparse.Namespace) -> int:
-    import boto3
-
     from coordinator.cost.budget import parse_amount
-    from coordinator.cost.pricing import PriceTable, live_or_table_price
+    from coordinator.cost.live_prices import PRICING_REGION, live_quotes
+    from coordinator.cost.pricing import PriceTable
     from coordinator.paths import preflight_log_path
     from coordinator.preflight import checks as preflight
+    from coordinator.preflight.quotas import check_vcpu_quotas
+    from coordinator.stack.target import AwsTarget
 
-    ec2 = boto3.client("ec2", region_name=args.region)
+    target = AwsTarget.real(args.region)
+    ec2 = target.client("ec2")
     table = PriceTable.load()
-    live = ec2 if args.live_prices else None
-    quote = live_or_table_price(table, args.region, args.instance_type, args.market, live)
-    snapshot = None
-    if quote.source.startswith("table"):
-        snapshot = table.lookup("aws", args.region, args.instance_type, args.market).snapshot_date
+    quote = table.quote("aws", target.region, args.instance_type, args.market)
+    if args.live_prices:
+        zones = [z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]]
+        pricing = AwsTarget(PRICING_REGION).client("pricing")
+        quotes = live_quotes(
+            table,
+            region=target.region,
+            instance_type=args.instance_type,
+            zones=zones,
+            ec2=ec2,
+            pricing=pricing,
+        )
+        quote = quotes[args.market]
     plan = preflight.LaunchPlan(
         job_id=args.job_id,
         estimate_usd=parse_amount(args.estimate, "estimate"),
         price=quote,
-        price_snapshot=snapshot,
         shutdown_behavior=args.shutdown_behavior,
         max_lifetime_seconds=args.max_lifetime_seconds,
         sync_dir=Path(args.sync_dir) if args.sync_dir else None,
     )
     log_path = Path(args.preflight_log) if args.preflight_log else preflight_log_path()
     results = preflight.run_preflight(plan, ec2=ec2, guard=budget_guard(args))
+    results.append(
+        check_vcpu_quotas(
+            target.client("service-quotas"),
+            ec2,
+            instance_type=args.instance_type,
+            vcpus=table.vcpus(args.instance_type),
+            instances=args.instances,
+            markets=(args.market,),
+        )
+    )
     results = preflight.apply_overrides(results, preflight.parse_overrides(args.override), log_path)
     print(preflight.format_results(results))
     record = {

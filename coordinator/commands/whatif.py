@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from coordinator.commands.options import Subcommands, add_aws_options
+from coordinator.commands.options import Subcommands, add_aws_options, region_of
 from coordinator.cost.pricing import PriceTable
 from coordinator.errors import WhatIfError
 from coordinator.policies.registry import policy_names
@@ -121,7 +121,9 @@ def job_from(args: argparse.Namespace) -> WhatIfJob:
         if given is not None:
             return given
         assert table is not None
-        return table.lookup("aws", args.region, args.instance_type, market).instance_usd_per_hour
+        return table.lookup(
+            "aws", region_of(args, offline=True), args.instance_type, market
+        ).instance_usd_per_hour
 
     return WhatIfJob(
         work_seconds=round(work_hours * 3600),

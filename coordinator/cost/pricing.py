@@ -1,4 +1,4 @@
-"""Prices: the dated table shipped in the repo, live EC2 spot prices where credentials allow, estimates.
+"""Prices: the table shipped in the repo (live prices: `live_prices.py`), and job estimates.
 
 `prices.csv` (beside this file) has one row per provider, region, instance type and market, in USD per
 instance-hour for EC2 and per GPU-hour for GPU clouds (`gpus` says how many GPUs an instance has), with
@@ -7,8 +7,8 @@ the billing rule, the snapshot date and the source of every figure.
 Usage::
 
     table = PriceTable.load()
-    row = table.lookup("aws", "us-east-1", "p3.2xlarge", "spot")
-    quote = live_or_table_price(table, "us-east-1", "p3.2xlarge", "spot", ec2_client)  # records which
+    row = table.lookup("aws", "us-east-1", "c7i.xlarge", "spot")             # median of the zones
+    quote = table.quote("aws", "us-east-1", "c7i.xlarge", "on-demand")      # rate, source, billing
     estimate = estimate_job_cost(work_hours=2.0, instances=10, rate_per_hour=row.instance_usd_per_hour)
 """
 
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import date
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from coordinator.cost.billing import BillingRule, rule_named
 from coordinator.errors import PriceError
@@ -30,9 +30,11 @@ MARKETS: tuple[Market, ...] = ("spot", "on-demand")
 COLUMNS = (
     "provider",
     "region",
+    "availability_zone_id",
     "instance_type",
     "market",
     "usd_per_hour",
+    "vcpus",
     "gpus",
     "gpu_model",
     "gpu_memory_gb",
@@ -44,22 +46,23 @@ COLUMNS = (
 ESTIMATE_MARGIN = (
     0.25  # on top of expected hours: boot, model load, a retry; the budget guard reserves it too
 )
-LIVE_PRICE_MAX_AGE = timedelta(days=7)  # an older "latest" price is not today's (moto answers with 2006)
 
 
 @dataclass(frozen=True, slots=True)
 class PriceRow:
     provider: str
     region: str
+    zone_id: str  # spot rows of EC2: the availability zone ID (use1-az1); "" for a region-wide price
     instance_type: str
     market: Market
     usd_per_hour: float  # per instance-hour (EC2) or per GPU-hour (GPU clouds with gpus > 1)
+    vcpus: int  # 0 where the source does not say
     gpus: int
     gpu_model: str
     gpu_memory_gb: int
     nvlink_pair: str  # "yes", "no" or "n/a" (one GPU)
     billing: BillingRule
-    snapshot_date: date
+    snapshot_date: date | None  # None: the source carries no date (pre-flight then wants a live price)
     source: str
 
     @property
@@ -71,8 +74,10 @@ class PriceRow:
 @dataclass(frozen=True, slots=True)
 class PriceQuote:
     rate_usd_per_hour: float
-    source: str  # "table <date>: <source>" or "live describe_spot_price_history <timestamp> <zone>"
+    source: str  # "table <date>: <source>", or the live call and what it read (`live_prices.py`)
     billing: BillingRule
+    snapshot_date: date | None = None  # the table row's date (None: undated, or live)
+    live: bool = False  # read from AWS now
 
 
 def _parse_row(where: str, raw: dict[str, str]) -> PriceRow:
@@ -88,15 +93,17 @@ def _parse_row(where: str, raw: dict[str, str]) -> PriceRow:
         return PriceRow(
             provider=raw["provider"],
             region=raw["region"],
+            zone_id=raw["availability_zone_id"],
             instance_type=raw["instance_type"],
             market=market,
             usd_per_hour=price,
+            vcpus=int(raw["vcpus"] or 0),
             gpus=int(raw["gpus"]),
             gpu_model=raw["gpu_model"],
             gpu_memory_gb=int(raw["gpu_memory_gb"]),
             nvlink_pair=raw["nvlink_pair"],
             billing=rule_named(raw["billing"]),
-            snapshot_date=date.fromisoformat(raw["snapshot_date"]),
+            snapshot_date=date.fromisoformat(raw["snapshot_date"]) if raw["snapshot_date"] else None,
             source=raw["source"],
         )
     except (KeyError, ValueError, TypeError) as error:
@@ -111,64 +118,70 @@ class PriceTable:
     @classmethod
     def load(cls, path: Path | None = None) -> PriceTable:
         source = path or Path(str(resources.files("coordinator.cost") / "prices.csv"))
-        with open(source, encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle)
-            if tuple(reader.fieldnames or ()) != COLUMNS:
-                raise PriceError(f"{source}: columns {reader.fieldnames} are not {list(COLUMNS)}")
-            rows = [_parse_row(f"{source}:{number}", raw) for number, raw in enumerate(reader, start=2)]
+        try:
+            lines = Path(source).read_text(encoding="utf-8").splitlines()
+        except OSError as error:
+            raise PriceError(f"{source}: cannot read the price table ({error.strerror})") from None
+        numbered = [(n, line) for n, line in enumerate(lines, start=1) if not line.startswith("#")]
+        reader = csv.DictReader(line for _, line in numbered)
+        if tuple(reader.fieldnames or ()) != COLUMNS:
+            raise PriceError(f"{source}: columns {reader.fieldnames} are not {list(COLUMNS)}")
+        rows = [_parse_row(f"{source}:{numbered[i][0]}", raw) for i, raw in enumerate(reader, start=1)]
         return cls(rows, str(source))
 
-    def lookup(self, provider: str, region: str, instance_type: str, market: str) -> PriceRow:
-        for row in self.rows:
-            if (row.provider, row.region, row.instance_type, row.market) == (
-                provider,
-                region,
-                instance_type,
-                market,
-            ):
-                return row
-        raise PriceError(
-            f"{self.path}: no {market} price for {provider} {instance_type} in {region}; add a dated row "
-            "with "
-            "its source"
+    def lookup(
+        self, provider: str, region: str, instance_type: str, market: str, zone_id: str | None = None
+    ) -> PriceRow:
+        """The row for a market; EC2 spot is per zone: `zone_id`'s row, or without one the median over
+        the region's zones (a row whose source says so)."""
+        rows = [
+            row
+            for row in self.rows
+            if (row.provider, row.region, row.instance_type, row.market)
+            == (provider, region, instance_type, market)
+            and (zone_id is None or row.zone_id == zone_id)
+        ]
+        if not rows:
+            where = f"{region}" + (f" zone {zone_id}" if zone_id else "")
+            raise PriceError(
+                f"{self.path}: no {market} price for {provider} {instance_type} in {where}; "
+                f"types with prices there: {', '.join(self.instance_types(provider, region)) or 'none'}"
+            )
+        if len(rows) == 1:
+            return rows[0]
+        prices = sorted(row.usd_per_hour for row in rows)
+        middle = len(prices) // 2
+        median = prices[middle] if len(prices) % 2 else (prices[middle - 1] + prices[middle]) / 2
+        zones = ", ".join(sorted(row.zone_id for row in rows))
+        return replace(
+            rows[0],
+            zone_id="",
+            usd_per_hour=round(median, 6),
+            source=f"median of {len(rows)} zones ({zones}); {rows[0].source.split(', ', 2)[-1]}",
         )
+
+    def instance_types(self, provider: str, region: str) -> list[str]:
+        return sorted({r.instance_type for r in self.rows if (r.provider, r.region) == (provider, region)})
+
+    def vcpus(self, instance_type: str) -> int:
+        """vCPUs of an EC2 type (the quota pre-flight counts them); `PriceError` if the table lacks it."""
+        counts = {r.vcpus for r in self.rows if r.provider == "aws" and r.instance_type == instance_type}
+        counts.discard(0)
+        if len(counts) != 1:
+            raise PriceError(f"{self.path}: no vCPU count for {instance_type}")
+        return counts.pop()
+
+    def gpus(self, provider: str, instance_type: str) -> int:
+        """GPUs of a type (0 for a CPU type or one the table lacks: the ledger counts, it does not price)."""
+        counts = {r.gpus for r in self.rows if r.provider == provider and r.instance_type == instance_type}
+        return counts.pop() if len(counts) == 1 else 0
 
     def quote(self, provider: str, region: str, instance_type: str, market: str) -> PriceQuote:
         row = self.lookup(provider, region, instance_type, market)
+        dated = row.snapshot_date.isoformat() if row.snapshot_date else "of unknown date"
         return PriceQuote(
-            row.instance_usd_per_hour, f"table {row.snapshot_date.isoformat()}: {row.source}", row.billing
+            row.instance_usd_per_hour, f"table {dated}: {row.source}", row.billing, row.snapshot_date
         )
-
-
-def live_spot_price(ec2: Any, instance_type: str, now: datetime | None = None) -> tuple[float, str] | None:
-    """The newest Linux spot price across the region's zones, if EC2 gives a recent one; else None."""
-    now = now or datetime.now(UTC)
-    history = ec2.describe_spot_price_history(
-        InstanceTypes=[instance_type], ProductDescriptions=["Linux/UNIX"], StartTime=now, MaxResults=20
-    ).get("SpotPriceHistory", [])
-    recent = [
-        item for item in history if now - item["Timestamp"].astimezone(UTC) <= LIVE_PRICE_MAX_AGE
-    ]  # moto answers with placeholder rows dated 2006: those are not a price of the day
-    if not recent:
-        return None
-    cheapest = min(recent, key=lambda item: float(item["SpotPrice"]))
-    stamp = cheapest["Timestamp"].astimezone(UTC).isoformat()
-    return float(
-        cheapest["SpotPrice"]
-    ), f"live describe_spot_price_history {stamp} {cheapest['AvailabilityZone']}"
-
-
-def live_or_table_price(
-    table: PriceTable, region: str, instance_type: str, market: str, ec2: Any | None
-) -> PriceQuote:
-    """A live spot price where one can be read, else the table's; the quote says which."""
-    fallback = table.quote("aws", region, instance_type, market)
-    if market != "spot" or ec2 is None:
-        return fallback
-    live = live_spot_price(ec2, instance_type)
-    if live is None:
-        return fallback
-    return PriceQuote(live[0], live[1], fallback.billing)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,8 @@ Checks (names are what `--override NAME=REASON` takes):
 - `budget-headroom`:    budget remaining >= estimate + 50%
 - `auto-termination`:   instances carry a max-lifetime tag and terminate on shutdown
 - `teardown-dry-run`:   `TerminateInstances` with `DryRun=True` is allowed (EC2 answers DryRunOperation)
-- `price-of-the-day`:   the price used is live, or the table's snapshot is at most 30 days old; recorded
+- `price-of-the-day`:   the price used is live, or the table's row is dated at most 30 days ago; recorded
+- `vcpu-quota`:         the fleet fits in the account's vCPU quotas of the family (`quotas.py`; run only)
 - `sync-allow-list`:    the payload folder (burst only) passes the allow-list
 """
 
@@ -39,6 +40,7 @@ CHECK_NAMES = (
     "teardown-dry-run",
     "price-of-the-day",
     "sync-allow-list",
+    "vcpu-quota",
 )
 
 
@@ -61,7 +63,6 @@ class LaunchPlan:
     job_id: str
     estimate_usd: float
     price: PriceQuote
-    price_snapshot: date | None  # None for a live price
     shutdown_behavior: str  # "terminate" or "stop"
     max_lifetime_seconds: int | None
     sync_dir: Path | None = None
@@ -121,14 +122,18 @@ def check_teardown_dry_run(ec2: Any) -> CheckResult:
 def check_price_of_the_day(plan: LaunchPlan, today: date | None = None) -> CheckResult:
     today = today or datetime.now(UTC).date()
     rate = f"${plan.price.rate_usd_per_hour:.4f}/h ({plan.price.source})"
-    if plan.price_snapshot is None:
+    if plan.price.live:
         return CheckResult("price-of-the-day", True, f"live price {rate}")
-    age = (today - plan.price_snapshot).days
+    snapshot = plan.price.snapshot_date
+    if snapshot is None:
+        return CheckResult(
+            "price-of-the-day", False, f"table price of unknown date: {rate}; use --live-prices"
+        )
+    age = (today - snapshot).days
     return CheckResult(
         "price-of-the-day",
         age <= PRICE_MAX_AGE_DAYS,
-        f"table price dated {plan.price_snapshot.isoformat()} ({age} days old, limit {PRICE_MAX_AGE_DAYS}): "
-        f"{rate}",
+        f"table price dated {snapshot.isoformat()} ({age} days old, limit {PRICE_MAX_AGE_DAYS}): {rate}",
     )
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from coordinator.cli import main
 from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.pricing import PriceTable
 
 
 @pytest.fixture
@@ -83,9 +84,16 @@ def test_cli_estimate_shows_the_arithmetic_and_asks_the_guard(
         str(log_path),
         "--ceiling",
         "5",
+        "--region",
+        "us-east-1",
+        "--instance-type",
+        "p3.2xlarge",
     ]
     assert main([*args, "--market", "spot"]) == 0
     out = capsys.readouterr().out
-    assert "0.500 h x $0.9180/h x 8 instance(s) x (1 + 25% margin) = $4.59" in out
+    spot = (
+        PriceTable.load().lookup("aws", "us-east-1", "p3.2xlarge", "spot").usd_per_hour
+    )  # the zones' median
+    assert f"0.500 h x ${spot:.4f}/h x 8 instance(s) x (1 + 25% margin) = ${0.5 * spot * 8 * 1.25:.2f}" in out
     assert main([*args, "--market", "on-demand"]) == 3  # $15.30 cannot fit under $5
     assert "would pass the ceiling $5.00" in capsys.readouterr().err

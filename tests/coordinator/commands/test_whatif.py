@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.cost.pricing import PriceTable
 from coordinator.whatif.study import DEFAULT_POLICIES
 from tests.coordinator.whatif.conftest import TRACES
 
@@ -32,10 +33,18 @@ def test_whatif_cli_on_a_fixture_trace(tmp_path: Path) -> None:
         "5",
         "--json",
         str(out),
+        "--region",
+        "us-east-1",
+        "--instance-type",
+        "p3.2xlarge",
     )
     assert result.returncode == 0, result.stderr
     assert "| optimum | 5 |" in result.stdout and "| deadline | 5 |" in result.stdout
-    assert "spot 0.918 $/h, on-demand 3.06 $/h" in result.stdout  # the price table's p3.2xlarge
+    table = PriceTable.load()
+    spot, on_demand = (
+        table.lookup("aws", "us-east-1", "p3.2xlarge", m).usd_per_hour for m in ("spot", "on-demand")
+    )
+    assert f"spot {spot:g} $/h, on-demand {on_demand:g} $/h" in result.stdout  # the price table's rows
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == 5 * (len(DEFAULT_POLICIES) + 1)
     assert all(line["optimum_usd"] <= line["cost_usd"] + 1e-9 for line in lines if line["deadline_met"])

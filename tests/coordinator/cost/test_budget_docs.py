@@ -38,7 +38,7 @@ def test_manifest_matches_its_schema_and_the_code() -> None:
             if (r.provider, r.instance_type, r.market) == (provider, instance_type, market)
         )
         assert row.usd_per_hour == price
-        assert row.snapshot_date.isoformat() == data["vendor_snapshot_date"]
+        assert row.snapshot_date is not None and row.snapshot_date.isoformat() == data["vendor_snapshot_date"]
 
 
 def test_manifest_schema_rejects_a_wrong_currency() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,13 @@ import pytest
 from coordinator.cli import main
 from coordinator.cost.billing import EC2_LINUX
 from coordinator.cost.budget import BudgetGuard
-from coordinator.cost.pricing import PriceQuote
+from coordinator.cost.pricing import PriceQuote, PriceTable
 from coordinator.errors import PreflightFailed
 from coordinator.preflight import checks as preflight
 from coordinator.preflight.allow_list import check_payload
+from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
 
-QUOTE = PriceQuote(0.918, "table 2026-12-02: test", EC2_LINUX)
+QUOTE = PriceQuote(0.918, "table 2026-12-02: test", EC2_LINUX, snapshot_date=date.today())
 
 
 @pytest.fixture
@@ -37,7 +39,6 @@ def plan(**overrides: Any) -> preflight.LaunchPlan:
         job_id="job-1",
         estimate_usd=1.0,
         price=QUOTE,
-        price_snapshot=date.today(),
         shutdown_behavior="terminate",
         max_lifetime_seconds=3_600,
         sync_dir=None,
@@ -62,7 +63,8 @@ def run_instance(ec2: Any, job: str) -> str:
 def test_every_check_passes_on_a_clean_account(ec2: Any, tmp_path: Path) -> None:
     run_instance(ec2, "job-1")  # this job's own instance is not a stray
     results = preflight.run_preflight(plan(), ec2=ec2, guard=BudgetGuard(5.0, tmp_path / "log.jsonl"))
-    assert tuple(r.name for r in results) == preflight.CHECK_NAMES
+    # every check but the vCPU quota's, which needs Service Quotas (test_quotas.py)
+    assert tuple(r.name for r in results) == tuple(n for n in preflight.CHECK_NAMES if n != "vcpu-quota")
     assert [r.status for r in results] == ["PASS"] * 6, preflight.format_results(results)
     preflight.require_preflight(results)
 
@@ -75,7 +77,7 @@ def test_each_failure_says_why(ec2: Any, tmp_path: Path) -> None:
         estimate_usd=0.8,
         shutdown_behavior="stop",
         max_lifetime_seconds=None,
-        price_snapshot=date.today() - timedelta(days=45),
+        price=replace(QUOTE, snapshot_date=date.today() - timedelta(days=45)),
     )
     results = {r.name: r for r in preflight.run_preflight(bad, ec2=ec2, guard=guard)}
     assert not results["no-stray-instances"].passed and stray in results["no-stray-instances"].reason
@@ -141,7 +143,10 @@ def test_cli_refuses_then_proceeds_on_the_record(
     overrides = [r["override"]["name"] for r in records if "override" in r]
     assert "no-stray-instances" in overrides
     verdicts = [r for r in records if "results" in r]
-    assert verdicts[-1]["rate_usd_per_hour"] == 0.918 and verdicts[-1]["price_source"].startswith("table")
+    spot = PriceTable.load().quote("aws", "us-east-1", DEFAULT_INSTANCE_TYPE, "spot")
+    assert verdicts[-1]["rate_usd_per_hour"] == spot.rate_usd_per_hour
+    assert verdicts[-1]["price_source"].startswith("table")
+    assert verdicts[-1]["results"]["vcpu-quota"] == "PASS"  # moto has no EC2 quotas: passes with a note
 
 
 def test_override_needs_a_reason_and_a_real_check_name(ec2: Any, tmp_path: Path) -> None:
