@@ -11,11 +11,11 @@ locations. `$TF_CLI_CONFIG_FILE` is respected when it names a file that exists.
 
 Usage::
 
-    tf = Terraform.discover(Path("terraform/stacks/emulator"), state_dir=Path("runs/tf/emulator"))
-    tf.init()
-    tf.apply({"endpoint": "http://127.0.0.1:5000"})
+    tf = Terraform.discover(Path("terraform/stacks/aws"), state_dir=Path("runs/infra/aws"))
+    tf.init()                  # state in runs/infra/aws/ (the local backend), or the configured one
+    tf.apply({"region": "us-east-1", "bucket_name": "my-bucket", ...})
     outputs = tf.output()
-    tf.destroy({"endpoint": "http://127.0.0.1:5000"})
+    tf.destroy()                               # with the variables of the last apply
 """
 
 from __future__ import annotations
@@ -102,12 +102,19 @@ class Terraform:
 
     @classmethod
     def discover(
-        cls, stack_dir: Path, *, state_dir: Path, extra_env: Mapping[str, str] | None = None
+        cls,
+        stack_dir: Path,
+        *,
+        state_dir: Path,
+        extra_env: Mapping[str, str] | None = None,
+        base_env: Mapping[str, str] | None = None,
     ) -> Terraform:
+        """`base_env` replaces the process environment (an emulator's target scrubs credentials from it)."""
         if not (stack_dir / "main.tf").is_file():
             raise TerraformError(f"{stack_dir}: not a Terraform stack (no main.tf)")
         state_dir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1", **(extra_env or {})}
+        base = os.environ if base_env is None else base_env
+        env = {**base, "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1", **(extra_env or {})}
         env["TF_DATA_DIR"] = str((state_dir / ".terraform").resolve())
         user_config = env.get("TF_CLI_CONFIG_FILE")
         if not (user_config and Path(user_config).is_file()):
@@ -122,7 +129,22 @@ class Terraform:
 
     @property
     def state_file(self) -> Path:
+        """Where the local backend keeps the state (`backend.tf` as shipped); a remote backend ignores it."""
         return (self.state_dir / "terraform.tfstate").resolve()
+
+    @property
+    def variables_file(self) -> Path:
+        """The variables of the last plan or apply, so that a destroy needs nothing but this folder."""
+        return (self.state_dir / "variables.tfvars.json").resolve()
+
+    @property
+    def local_backend(self) -> bool:
+        """True unless the stack configures another backend (backend.tf replaced by backend.tf.example)."""
+        texts = [path.read_text(encoding="utf-8") for path in self.stack_dir.glob("*.tf")]
+        configured = [
+            line for text in texts for line in text.splitlines() if line.strip().startswith("backend ")
+        ]
+        return not configured or all('"local"' in line for line in configured)
 
     def _run(self, *args: str) -> CommandResult:
         command = [str(self.binary), f"-chdir={self.stack_dir}", *args]
@@ -147,57 +169,51 @@ class Terraform:
             raise TerraformError(f"`terraform {' '.join(args[:1])}` in {self.stack_dir} failed:\n{tail}")
         return CommandResult(command, seconds, result.stdout)
 
-    @staticmethod
-    def _var_args(variables: Mapping[str, Any] | None) -> list[str]:
-        return [f"-var={key}={value}" for key, value in (variables or {}).items()]
+    def _var_file(self, variables: Mapping[str, Any] | None) -> list[str]:
+        """Variables go through a file of their own (0600): nothing in the process list, credentials
+        included, and the same values are there for a later destroy. None: the saved file, if any."""
+        if variables is not None:
+            self.variables_file.parent.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(self.variables_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                json.dump(dict(variables), handle, indent=2, sort_keys=True)
+        return [f"-var-file={self.variables_file}"] if self.variables_file.is_file() else []
+
+    def saved_variables(self) -> dict[str, Any]:
+        if not self.variables_file.is_file():
+            return {}
+        return dict(json.loads(self.variables_file.read_text(encoding="utf-8")))
 
     def init(self) -> CommandResult:
-        return self._run("init", "-input=false", "-no-color")
+        backend = [f"-backend-config=path={self.state_file}"] if self.local_backend else []
+        return self._run("init", "-input=false", "-no-color", *backend)
 
     def validate(self) -> CommandResult:
         return self._run("validate", "-no-color")
 
     def plan(self, variables: Mapping[str, Any] | None = None, *, out: Path | None = None) -> CommandResult:
         extra = [f"-out={out.resolve()}"] if out else []
-        return self._run(
-            "plan",
-            "-input=false",
-            "-no-color",
-            f"-state={self.state_file}",
-            *extra,
-            *self._var_args(variables),
-        )
+        return self._run("plan", "-input=false", "-no-color", *extra, *self._var_file(variables))
 
     def apply(
         self, variables: Mapping[str, Any] | None = None, *, plan_file: Path | None = None
     ) -> CommandResult:
         if plan_file is not None:  # a saved plan carries its variables
-            return self._run(
-                "apply", "-input=false", "-no-color", f"-state={self.state_file}", str(plan_file.resolve())
-            )
-        return self._run(
-            "apply",
-            "-input=false",
-            "-no-color",
-            "-auto-approve",
-            f"-state={self.state_file}",
-            *self._var_args(variables),
-        )
+            return self._run("apply", "-input=false", "-no-color", str(plan_file.resolve()))
+        return self._run("apply", "-input=false", "-no-color", "-auto-approve", *self._var_file(variables))
 
     def output(self) -> dict[str, Any]:
-        result = self._run("output", "-json", f"-state={self.state_file}")
+        result = self._run("output", "-json")
         raw = json.loads(result.stdout or "{}")
         return {name: item["value"] for name, item in raw.items()}
 
+    def show_plan(self, plan_file: Path) -> dict[str, Any]:
+        """The saved plan as Terraform's JSON (resource changes, planned values)."""
+        result = self._run("show", "-json", "-no-color", str(plan_file.resolve()))
+        return dict(json.loads(result.stdout))
+
     def destroy(self, variables: Mapping[str, Any] | None = None) -> CommandResult:
-        return self._run(
-            "destroy",
-            "-input=false",
-            "-no-color",
-            "-auto-approve",
-            f"-state={self.state_file}",
-            *self._var_args(variables),
-        )
+        return self._run("destroy", "-input=false", "-no-color", "-auto-approve", *self._var_file(variables))
 
     def test(self) -> CommandResult:
         return self._run("test", "-no-color")

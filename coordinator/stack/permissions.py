@@ -1,0 +1,290 @@
+"""The IAM policies of the project, each action with the reason it is there.
+
+- `coordinator_policy`: what the user (or role) that runs `spotbatch run` needs on a deployed stack:
+  launch only from the stack's templates, terminate only the project's instances, make and delete one
+  worker role per job under the stack's role path and only with the stack's permissions boundary, pass
+  only those roles to EC2, upload the input, read the job's outputs, metrics and logs, prices and quotas.
+- `worker_job_policy`: the inline policy of one job's worker role: read the input, write under
+  `jobs/<its job>/` only, pull the worker image, write its logs and metrics. The stack's boundary
+  (terraform/modules/worker_iam) caps it.
+- `worker_trust_policy`: who may assume a worker role: EC2, and on an emulator the simulator that plays it.
+
+Applying the stack (`make apply-real`) creates a VPC, a bucket, a repository, a log group and an IAM policy:
+that needs an administrator of the account, not this policy.
+
+The statements, `render`, `explain` and `for_emulator` (the same policy for moto) are in `iam_documents.py`.
+
+Usage::
+
+    document = render(coordinator_policy(arns))          # {"Version": ..., "Statement": [...]}
+    print(explain(coordinator_policy(arns)))             # a Markdown table: action, resource, why
+"""
+
+from __future__ import annotations
+
+import json
+
+from coordinator.stack.iam_documents import (
+    StackArns,
+    Statement,
+    explain,
+    render,
+    worker_trust_policy,
+)
+from coordinator.stack.outputs import StackOutputs
+
+
+def _kms(arns: StackArns, why: str) -> list[Statement]:
+    if arns.kms_key_arn is None:
+        return []
+    actions = (("kms:GenerateDataKey", f"{why}: write"), ("kms:Decrypt", f"{why}: read"))
+    return [Statement("UseTheStackKey", actions, (arns.kms_key_arn,))]
+
+
+def coordinator_policy(arns: StackArns) -> list[Statement]:
+    return [
+        *_launch_statements(arns),
+        *_job_role_statements(arns),
+        *_data_and_observation_statements(arns),
+        *_kms(arns, "the bucket's objects"),
+    ]
+
+
+def _launch_statements(arns: StackArns) -> list[Statement]:
+    """Launch only from the stack's templates, tag at launch, terminate only the project's."""
+    templates = tuple(arns.arn("ec2", f"launch-template/{t}") for t in arns.launch_template_ids)
+    instance = arns.arn("ec2", "instance/*")
+    launched = (instance, arns.arn("ec2", "volume/*"), arns.arn("ec2", "network-interface/*"))
+    spot_request = arns.arn("ec2", "spot-instances-request/*")  # a spot launch makes one
+    project = {"StringEquals": {"aws:ResourceTag/Project": "spotbatch"}}
+    return [
+        Statement(
+            "LaunchFromTheStackTemplates",
+            (("ec2:RunInstances", "launch a worker (the template sets AMI, type, network, user-data)"),),
+            launched,
+            {"ArnLike": {"ec2:LaunchTemplate": list(templates)}},
+        ),
+        Statement(
+            "LaunchWithTheStackParts",
+            (("ec2:RunInstances", "the template, subnet, security group and AMI a launch uses"),),
+            (
+                *templates,
+                arns.arn("ec2", "subnet/*"),
+                arns.arn("ec2", "security-group/*"),
+                arns.arn("ec2", "image/*", account=False),
+                spot_request,
+            ),
+        ),
+        Statement(
+            "TagAtLaunch",
+            (("ec2:CreateTags", "the job, segment and attempt tags a launch sets (only at launch)"),),
+            launched,
+            {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
+        ),
+        Statement(
+            "TerminateOnlyTheProject",
+            (("ec2:TerminateInstances", "stop a worker: job done, budget, a lost heartbeat, Ctrl-C"),),
+            (instance,),
+            project,
+        ),
+        Statement(
+            "SeeTheFleet",
+            (
+                ("ec2:DescribeInstances", "the job's instances and their states (no resource-level form)"),
+                ("ec2:DescribeAvailabilityZones", "zone names and IDs, to price each subnet's zone"),
+                ("ec2:DescribeSpotPriceHistory", "--live-prices: the spot price of each zone"),
+                ("ec2:DescribeLaunchTemplateVersions", "pre-flight: the templates' shutdown behaviour, tags"),
+            ),
+            ("*",),
+        ),
+    ]
+
+
+def _job_role_statements(arns: StackArns) -> list[Statement]:
+    """One worker role per job, under the stack's role path and boundary, passed only to EC2."""
+    return [
+        Statement(
+            "PassOnlyJobRoles",
+            (("iam:PassRole", "give a launch its job's instance profile"),),
+            (arns.roles(),),
+            {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        ),
+        Statement(
+            "CreateJobRolesUnderTheBoundary",
+            (
+                ("iam:CreateRole", "one worker role per job, under the stack's role path"),
+                ("iam:PutRolePolicy", "the job role's inline policy (its own jobs/<job>/ prefix)"),
+            ),
+            (arns.roles(),),
+            {"StringEquals": {"iam:PermissionsBoundary": arns.boundary_arn}},
+        ),
+        Statement(
+            "ManageJobRoles",
+            (
+                ("iam:GetRole", "find a job's role after a restart"),
+                ("iam:TagRole", "tag the role with its stack and job"),
+                ("iam:DeleteRolePolicy", "remove the job role's policy at the end of the job"),
+                ("iam:DeleteRole", "remove the job role at the end of the job"),
+            ),
+            (arns.roles(),),
+        ),
+    ]
+
+
+def _data_and_observation_statements(arns: StackArns) -> list[Statement]:
+    """The input, the job's outputs, its metrics and logs, prices and quotas."""
+    return [
+        Statement(
+            "FindLeftoverJobRoles",
+            (("iam:ListRoles", "roles a killed run left (listed under the role path; no resource form)"),),
+            ("*",),
+        ),
+        Statement(
+            "ManageJobInstanceProfiles",
+            (
+                ("iam:CreateInstanceProfile", "the profile that carries the job role to EC2"),
+                ("iam:GetInstanceProfile", "find it again after a restart"),
+                ("iam:AddRoleToInstanceProfile", "put the job role in it"),
+                ("iam:RemoveRoleFromInstanceProfile", "take it out at the end of the job"),
+                ("iam:DeleteInstanceProfile", "remove it at the end of the job"),
+            ),
+            (arns.instance_profiles(),),
+        ),
+        Statement(
+            "UploadInput",
+            (
+                ("s3:PutObject", "`make run-real` uploads the input under data/"),
+                ("s3:GetObject", "read the input (row count, the merge)"),
+            ),
+            (f"{arns.bucket_arn}/{arns.data_prefix}*",),
+        ),
+        Statement(
+            "ReadJobOutputs",
+            (("s3:GetObject", "heartbeats, checkpoints and parts of the job's workers"),),
+            (f"{arns.bucket_arn}/{arns.job_prefix}*",),
+        ),
+        Statement(
+            "ReadWorkerMetrics",
+            (("cloudwatch:GetMetricStatistics", "CPU, memory and rows/s of each attempt, for the ledger"),),
+            ("*",),
+        ),
+        Statement(
+            "ReadWorkerLogs",
+            (("logs:GetLogEvents", "the last lines of a failed attempt's log, in its failure reason"),),
+            (f"{arns.log_group_arn}:*",),  # the group and its streams
+        ),
+        Statement(
+            "PricesAndQuotas",
+            (
+                ("pricing:GetProducts", "--live-prices: the on-demand price (Price List API)"),
+                ("servicequotas:GetServiceQuota", "pre-flight: spot and on-demand vCPU quotas"),
+            ),
+            ("*",),
+        ),
+    ]
+
+
+def worker_job_policy(arns: StackArns, job_id: str) -> list[Statement]:
+    job = f"{arns.job_prefix}{job_id}/"
+    return [
+        Statement(
+            "ReadInput",
+            (("s3:GetObject", "the input rows of its segment"),),
+            (f"{arns.bucket_arn}/{arns.data_prefix}*",),
+        ),
+        Statement(
+            "WriteItsJob",
+            (
+                ("s3:GetObject", "its checkpoint, to resume"),
+                ("s3:PutObject", "its output parts, checkpoint and heartbeat"),
+                ("s3:PutObjectTagging", "tags on its parts (attempt, rows)"),
+                ("s3:DeleteObject", "parts a killed attempt wrote after its last checkpoint"),
+            ),
+            (f"{arns.bucket_arn}/{job}*",),
+        ),
+        Statement(
+            "ListItsJob",
+            (("s3:ListBucket", "find parts its checkpoint does not list (only under its job)"),),
+            (arns.bucket_arn,),
+            {"StringLike": {"s3:prefix": [f"{job}*"]}},
+        ),
+        Statement(
+            "RegistryLogin",
+            (("ecr:GetAuthorizationToken", "log in to the registry (the action has no resource)"),),
+            ("*",),
+        ),
+        Statement(
+            "PullTheWorkerImage",
+            (
+                ("ecr:BatchGetImage", "the image manifest"),
+                ("ecr:GetDownloadUrlForLayer", "the image layers"),
+                ("ecr:BatchCheckLayerAvailability", "which layers to fetch"),
+            ),
+            (arns.repository_arn,),
+        ),
+        Statement(
+            "WriteItsLogs",
+            (
+                ("logs:CreateLogStream", "one stream per attempt (job/segment/instance)"),
+                ("logs:PutLogEvents", "the worker's output"),
+            ),
+            (f"{arns.log_group_arn}:log-stream:{job_id}/*",),
+        ),
+        Statement(
+            "PutItsMetrics",
+            (("cloudwatch:PutMetricData", "CPU, memory and rows/s (the action has no resource)"),),
+            ("*",),
+            {"StringEquals": {"cloudwatch:namespace": arns.metrics_namespace}},
+        ),
+        *_kms(arns, "the bucket's objects and the image"),
+    ]
+
+
+def arns_for(stack: StackOutputs, account: str) -> StackArns:
+    return StackArns(
+        partition=stack.log_group_arn.split(":")[1],
+        account=account,
+        region=stack.region,
+        stack=stack.name,
+        bucket=stack.bucket,
+        role_path=stack.worker_role_path,
+        boundary_arn=stack.worker_boundary_arn,
+        launch_template_ids=tuple(sorted(stack.launch_template_ids.values())),
+        repository_arn=stack.repository_arn,
+        log_group_arn=stack.log_group_arn,
+        metrics_namespace=stack.metrics_namespace,
+        kms_key_arn=stack.kms_key_arn,
+    )
+
+
+def placeholder_arns() -> StackArns:
+    """The names the docs show in place of an account's own (`spotbatch policy` fills in the real ones)."""
+    return StackArns(
+        account="ACCOUNT_ID",
+        region="REGION",
+        stack="STACK",
+        bucket="BUCKET",
+        role_path="/spotbatch/STACK/",
+        boundary_arn="arn:aws:iam::ACCOUNT_ID:policy/spotbatch/STACK/STACK-worker-boundary-SUFFIX",
+        launch_template_ids=("lt-SPOT", "lt-ON_DEMAND"),
+        repository_arn="arn:aws:ecr:REGION:ACCOUNT_ID:repository/STACK-worker",
+        log_group_arn="arn:aws:logs:REGION:ACCOUNT_ID:log-group:/spotbatch/STACK/workers",
+        metrics_namespace="spotbatch",
+    )
+
+
+def docs_files() -> dict[str, str]:
+    """docs/aws/: both policies as JSON with placeholders, and the table of every action and why."""
+    arns = placeholder_arns()
+    coordinator, worker = coordinator_policy(arns), worker_job_policy(arns, "JOB_ID")
+    return {
+        "coordinator-policy.json": json.dumps(render(coordinator), indent=2) + "\n",
+        "worker-policy.json": json.dumps(render(worker), indent=2) + "\n",
+        "worker-trust-policy.json": json.dumps(worker_trust_policy(), indent=2) + "\n",
+        "actions.md": "# Every action, and why\n\n"
+        "Generated by `spotbatch policy --write-docs docs/aws` from `coordinator/stack/permissions.py`.\n\n"
+        "## The coordinator (the user or role that runs `spotbatch run`)\n\n"
+        + explain(coordinator)
+        + "\n## A job's workers (the inline policy of its role; the stack's boundary caps it)\n\n"
+        + explain(worker),
+    }

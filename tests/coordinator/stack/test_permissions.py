@@ -1,0 +1,70 @@
+"""The IAM policies: docs/aws is what the code renders, every action has a reason, the worker writes only
+under its own job, KMS follows the key, and moto gets the same actions with resources it can match."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from coordinator.cli import main
+from coordinator.paths import REPO_ROOT
+from coordinator.stack.iam_documents import actions_of, for_emulator, render
+from coordinator.stack.permissions import coordinator_policy, docs_files, placeholder_arns, worker_job_policy
+
+DOCS = REPO_ROOT / "docs" / "aws"
+KEY = "arn:aws:kms:REGION:ACCOUNT_ID:key/KEY_ID"
+
+
+def test_docs_aws_is_what_the_code_renders() -> None:
+    for name, text in docs_files().items():
+        assert (DOCS / name).read_text(encoding="utf-8") == text, (
+            f"docs/aws/{name} is stale: run `python -m coordinator policy --write-docs docs/aws`"
+        )
+    assert "coordinator-policy.json" in (DOCS / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_action_has_a_reason_and_a_managed_policy_holds_it() -> None:
+    arns = placeholder_arns()
+    for statements in (coordinator_policy(arns), worker_job_policy(arns, "job-1")):
+        assert all(why.strip() for s in statements for _, why in s.actions)
+        compact = json.dumps(render(statements), separators=(",", ":"))
+        assert len(compact) < 6_144  # a managed policy's size limit (an inline user policy's is 2,048)
+
+
+def test_the_worker_writes_only_under_its_own_job() -> None:
+    worker = render(worker_job_policy(placeholder_arns(), "job-1"))
+    writes = [
+        s for s in worker["Statement"] if any(a in s["Action"] for a in ("s3:PutObject", "s3:DeleteObject"))
+    ]
+    assert [s["Resource"] for s in writes] == ["arn:aws:s3:::BUCKET/jobs/job-1/*"]
+    listing = next(s for s in worker["Statement"] if "s3:ListBucket" in s["Action"])
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["jobs/job-1/*"]}}
+    assert not [a for s in worker["Statement"] for a in s["Action"] if a.startswith(("iam:", "ec2:"))]
+
+
+def test_kms_permissions_follow_the_key() -> None:
+    plain = placeholder_arns()
+    keyed = replace(plain, kms_key_arn=KEY)
+    for policy in (coordinator_policy, lambda arns: worker_job_policy(arns, "job-1")):
+        assert not [a for a in actions_of(policy(plain)) if a.startswith("kms:")]
+        kms = [s for s in policy(keyed) if s.sid == "UseTheStackKey"]
+        assert [(sorted(a for a, _ in s.actions), s.resources) for s in kms] == [
+            (["kms:Decrypt", "kms:GenerateDataKey"], (KEY,))
+        ]
+
+
+def test_moto_gets_the_same_actions_with_resources_it_can_match() -> None:
+    policy = coordinator_policy(placeholder_arns())
+    emulated = for_emulator(policy)
+    aliases = [a for a in actions_of(emulated) if a not in actions_of(policy)]
+    assert aliases == ["monitoring:GetMetricStatistics"]  # moto's name of cloudwatch:GetMetricStatistics
+    for original, widened in zip(policy, emulated, strict=True):
+        s3_only = all(action.startswith("s3:") for action, _ in original.actions)
+        assert widened.resources == (original.resources if s3_only else ("*",))
+        assert widened.condition == original.condition
+
+
+def test_policy_command_writes_the_docs(tmp_path: Path, capsys: object) -> None:
+    assert main(["policy", "--write-docs", str(tmp_path)]) == 0
+    assert {p.name for p in tmp_path.iterdir()} == set(docs_files())
