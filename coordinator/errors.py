@@ -18,7 +18,10 @@ the error's `exit_code`. Anything else that escapes is a bug: exit 1 with its tr
     │   │   └── StackOutputsError              saved stack outputs without what a run needs
     │   ├── BudgetGuardExceeded             3  the budget guard refused: a decision, not a failure
     │   ├── PreflightFailed                 4  a pre-flight check failed and was not overridden
-    │   └── Declined                        5  the user did not confirm at a prompt
+    │   ├── Declined                        5  the user did not confirm at a prompt
+    │   └── AwsSetupError                   2  the account refuses the job; it stops at once
+    │       ├── PermissionDenied               an action the credentials may not call (named)
+    │       └── QuotaExceeded                  a vCPU (or other) quota of the account is used up
     ├── Retryable                           2  the same call may work later
     ├── LaunchError                         2  an EC2 launch failed; carries the failed calls
     │   └── CapacityError (Retryable)          no capacity, price or limit in this market now
@@ -130,6 +133,22 @@ class Declined(DoNotRetry):
     """The user did not confirm an action that costs money or destroys something."""
 
     exit_code = EXIT_DECLINED
+
+
+class AwsSetupError(DoNotRetry):
+    """The account refuses what the job needs: retrying, elsewhere or later, will not help; fix and rerun."""
+
+
+class PermissionDenied(AwsSetupError):
+    """The credentials may not call an action; the message names it and where to grant it."""
+
+    def __init__(self, message: str, action: str) -> None:
+        super().__init__(message)
+        self.action = action
+
+
+class QuotaExceeded(AwsSetupError):
+    """A quota of the account (vCPUs of a family and market, roles) is used up."""
 
 
 class LaunchError(SpotbatchError):

@@ -43,11 +43,13 @@ from inference.interruption import (
     StopSignal,
     metadata_endpoint_from_env,
 )
+from inference.metrics import MetricsPublisher
 from inference.model import DEFAULT_MAX_LENGTH, configure_threads, load_classifier
 from inference.segment_run import SegmentRun, WorkerOutcome
 from inference.storage import open_store
 
 ENV_PREFIX = "SPOTBATCH_"
+METRICS_EVERY_BEATS = 10  # a metrics sample every tenth heartbeat (20 s on EC2), and one at the end
 
 log = logging.getLogger("inference.worker")
 
@@ -65,6 +67,13 @@ def run_worker(config: WorkerConfig, stop: StopSignal | None = None) -> WorkerOu
     )
     heartbeat.beat()
     heartbeat.start()
+    metrics = MetricsPublisher.from_env(
+        attempt=config.attempt,
+        rows=lambda: heartbeat.heartbeat.rows_done,
+        every=METRICS_EVERY_BEATS * config.heartbeat_every,
+    )
+    if metrics is not None:
+        metrics.start()
     poller = None
     if config.poll_notices:
         poller = NoticePoller(
@@ -84,6 +93,8 @@ def run_worker(config: WorkerConfig, stop: StopSignal | None = None) -> WorkerOu
     finally:
         if poller is not None:
             poller.close()
+        if metrics is not None:
+            metrics.close()
     heartbeat.close("done" if outcome.state == "done" else "draining", stop.reason)
     return outcome
 

@@ -57,6 +57,8 @@ class AttemptRecord:
     rows_kept: int  # rows this attempt added to the checkpointed output
     rows_wasted: int  # rows it computed that were lost with it and are redone by a later attempt
     rows_per_s: float
+    cpu_percent: float | None = None  # average, from the worker's CloudWatch metrics (None: none read)
+    memory_mb: float | None = None  # the largest resident set the metrics saw
 
     @property
     def useful_seconds(self) -> float:
@@ -111,6 +113,8 @@ class JobSummary:
     savings_pct: float
     started_at: float
     ended_at: float
+    cpu_percent: float | None = None  # attempts' CPU averages weighted by their billed time
+    memory_mb: float | None = None  # the largest of any attempt
 
 
 def summarize_job(
@@ -122,6 +126,10 @@ def summarize_job(
     on_demand = [a for a in attempts if a.market != "spot"]
     total = sum(a.cost_usd for a in attempts)
     all_on_demand = cost_usd(on_demand_rate_usd_per_hour, sum(a.useful_seconds for a in attempts))
+    measured = [a for a in attempts if a.cpu_percent is not None and a.billed_seconds > 0]
+    weight = sum(a.billed_seconds for a in measured)
+    cpu = sum((a.cpu_percent or 0.0) * a.billed_seconds for a in measured) / weight if weight else None
+    memory = max((a.memory_mb for a in attempts if a.memory_mb is not None), default=None)
     return JobSummary(
         job_id=job_id,
         attempts=len(attempts),
@@ -137,6 +145,8 @@ def summarize_job(
         savings_pct=(all_on_demand - total) / all_on_demand * 100 if all_on_demand > 0 else 0.0,
         started_at=min(a.launched_at for a in attempts),
         ended_at=max(a.ended_at for a in attempts),
+        cpu_percent=round(cpu, 1) if cpu is not None else None,
+        memory_mb=memory,
     )
 
 
@@ -256,6 +266,8 @@ def _log_run(
                 "interruptions": summary.interruptions,
                 "rows_redone": summary.rows_redone,
                 "redone_cost_usd": summary.redone_cost_usd,
+                **({"cpu_percent": summary.cpu_percent} if summary.cpu_percent is not None else {}),
+                **({"memory_mb": summary.memory_mb} if summary.memory_mb is not None else {}),
             }
         )
         if ledger_path is not None:

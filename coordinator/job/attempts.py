@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from coordinator.cost.billing import billed_seconds, cost_usd
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import AttemptRecord
-from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceQuote
-from coordinator.errors import BudgetGuardExceeded, CapacityError, LaunchError
+from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceQuote, PriceTable
+from coordinator.errors import AwsSetupError, BudgetGuardExceeded, CapacityError, LaunchError
 from coordinator.job.clock import CloudClock
 from coordinator.job.fleet import Fleet
 from coordinator.job.launch_contract import LaunchRequest
@@ -78,6 +79,8 @@ class AttemptBook:
         self.not_before: dict[str, float] = {}  # segment -> cloud time of its next launch try
         self.spot_unavailable_until = 0.0  # cloud: a spot launch failed for capacity; assume none until then
         self.failures: dict[str, str] = {}
+        # called with each ended attempt and its end reason: its usage is read, a failed one's log tail shown
+        self.after_end: list[Callable[[ActiveAttempt, str], None]] = []
         self.checkpointed: dict[str, int] = {}  # segment -> rows its checkpoint holds, read once per attempt
         self.index = {row.segment_id: i for i, row in enumerate(state.segments(spec.job_id))}
 
@@ -127,12 +130,18 @@ class AttemptBook:
             start=row.start,
             stop=row.stop,
             input_key=self.spec.input_key,
+            tuning=self.spec.tuning,
         )
         try:
             instance_id = self.fleet.launch(request, repeat=repeat)
         except LaunchError as error:
             self._launch_failed(segment, attempt_id, market, label, error)
             return
+        except AwsSetupError as error:  # a permission or quota: the controller stops the job
+            self._end_unlaunched(attempt_id, label)
+            self.state.set_failed_launch(self.job_id, segment, reason=f"{market}: {error}")
+            self.fail(segment, "the account refused the launch", str(error))
+            raise
         launched = self.clock.now()
         self.state.attempt_launched(attempt_id, instance_id=instance_id, launched_at=launched)
         self.active[segment] = Tracked(
@@ -143,13 +152,10 @@ class AttemptBook:
         )
         log.info("%s: launched %s on %s as %s", segment, instance_id, market, attempt_id)
 
-    def _launch_failed(
-        self, segment: str, attempt_id: str, market: str, label: str, error: LaunchError
-    ) -> None:
-        now = self.clock.now()
+    def _end_unlaunched(self, attempt_id: str, label: str) -> None:
         self.state.attempt_ended(
             attempt_id,
-            ended_at=now,
+            ended_at=self.clock.now(),
             end_reason="failed-launch",
             rows_kept=0,
             rows_wasted=0,
@@ -157,13 +163,19 @@ class AttemptBook:
             cost_usd=0.0,
         )
         self.guard.record_actual(label, 0.0)
+
+    def _launch_failed(
+        self, segment: str, attempt_id: str, market: str, label: str, error: LaunchError
+    ) -> None:
+        now = self.clock.now()
+        self._end_unlaunched(attempt_id, label)
         self.state.set_failed_launch(
             self.job_id, segment, reason=f"{market}: {error} (history: {error.history})"
         )
         self.not_before[segment] = now + self.spec.relaunch_backoff
         if market == "spot" and isinstance(error, CapacityError):
             self.spot_unavailable_until = now + self.spec.relaunch_backoff
-        if not isinstance(error, CapacityError):  # a bad template or permissions: retrying will not help
+        if not isinstance(error, CapacityError):  # a bad template: retrying will not help
             self.fail(segment, "launch error that is not about capacity", str(error))
         log.warning("%s: launch of %s on %s failed: %s", segment, attempt_id, market, error)
 
@@ -212,6 +224,8 @@ class AttemptBook:
         )
         self.guard.record_actual(tracked.budget_label, cost)
         self.monitor.forget(attempt.attempt_id)
+        for hook in self.after_end:
+            hook(attempt, end_reason)
         log.info(
             "%s %s %s ended (%s) after %.0f cloud s: $%.4f",
             segment,
@@ -241,6 +255,7 @@ class AttemptBook:
     def records(self) -> list[AttemptRecord]:
         """Every attempt that had an instance, priced (failed launch calls had none and cost nothing)."""
         records = []
+        gpus = PriceTable.load().gpus(self.spec.provider, self.spec.instance_type)
         for a in self.state.attempts(self.job_id):
             if a["instance_id"] is None or a["ended_at"] is None:
                 continue
@@ -255,7 +270,7 @@ class AttemptBook:
                     region=self.spec.region,
                     instance_type=a["instance_type"],
                     market=a["market"],
-                    gpus=1,
+                    gpus=gpus,
                     rate_usd_per_hour=quote.rate_usd_per_hour,
                     price_source=quote.source,
                     billing=quote.billing.name,

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import AttemptRecord
 from coordinator.cost.pricing import PriceQuote
-from coordinator.errors import DeadlineRequired, LeakError
+from coordinator.errors import AwsSetupError, DeadlineRequired, LeakError
 from coordinator.job import state as states
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.clock import CloudClock
@@ -62,6 +62,7 @@ class JobOutcome:
     ended_cloud: float
     wall_seconds: float
     api_retries: int
+    stopped: str = ""  # why the account stopped the job (a permission, a quota): fix it and run again
 
     @property
     def succeeded(self) -> bool:
@@ -115,15 +116,20 @@ class Controller:
         started_wall = time.time()
         started_cloud = self.clock.now()
         reconcile(self.book)
+        stopped = ""
         try:
             while not self._finished():
                 self.cycle()
                 time.sleep(self.spec.cycle_seconds)
+        except AwsSetupError as error:  # no retry can fix it: stop now; the same job id resumes later
+            stopped = str(error)
+            log.error("job %s stopped: %s", self.spec.job_id, error)
+            self.abandon("the account refused the job")
         except BaseException:
             self.abandon("coordinator stopped")
             raise
         self.confirm_nothing_left()
-        return self._outcome(started_cloud, time.time() - started_wall)
+        return self._outcome(started_cloud, time.time() - started_wall, stopped)
 
     def cycle(self) -> None:
         now_wall = time.time()
@@ -187,7 +193,7 @@ class Controller:
             raise LeakError(f"job {self.spec.job_id}: instances alive after terminate: {', '.join(left)}")
         log.info("job %s: re-listed instances, none of the job is alive", self.spec.job_id)
 
-    def _outcome(self, started_cloud: float, wall_seconds: float) -> JobOutcome:
+    def _outcome(self, started_cloud: float, wall_seconds: float, stopped: str = "") -> JobOutcome:
         rows = self.state.segments(self.spec.job_id)
         failures = {
             row.segment_id: self.book.failures.get(row.segment_id, self._last_reason(row.segment_id))
@@ -204,6 +210,7 @@ class Controller:
             ended_cloud=self.clock.now(),
             wall_seconds=wall_seconds,
             api_retries=self.fleet.api_retries,
+            stopped=stopped,
         )
 
     def _last_reason(self, segment: str) -> str:

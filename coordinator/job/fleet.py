@@ -1,14 +1,20 @@
 """The fleet: launches workers from the Terraform launch templates with boto3, and terminates them.
 
 Errors are sorted the way SkyPilot sorts them: throttling and 5xx are retried here with exponential backoff
-and jitter; capacity errors (no spot capacity, price too low, spot limits) are the policy's business and
-raised as `CapacityError`; anything else is a `LaunchError` that must not be retried (bad template, bad
-permissions). The attempt id is the launch's `ClientToken`, so a retried or repeated launch of the same
-attempt (a coordinator restarted mid-call) returns the same instance instead of a second one.
+and jitter; a capacity error (no spot capacity in a zone, a price too low) is tried in the next zone of the
+stack, and raised as `CapacityError` for the policy when every zone said no; a missing permission
+(`iam:PassRole` included) or a used-up quota is `PermissionDenied` / `QuotaExceeded`, which stops the job;
+anything else is a `LaunchError` that must not be retried (a bad template). Each launch carries the job's
+instance profile and lands in one of the stack's subnets, rotating the first zone tried by segment so that
+one zone's reclaim does not take every segment at once. The launch's `ClientToken` is derived from the
+attempt id and the subnet, so a retried or repeated launch of the same attempt (a coordinator restarted
+mid-call) returns the same instance instead of a second one.
 
 Usage::
 
-    fleet = Fleet(ec2, templates={"spot": "lt-1", "on-demand": "lt-2"}, subnet_id="subnet-1")
+    fleet = Fleet(ec2, templates={"spot": "lt-1", "on-demand": "lt-2"},
+                  subnets={"us-east-1a": "subnet-1", "us-east-1b": "subnet-2"},
+                  instance_profile_arn=role.instance_profile_arn)
     instance_id = fleet.launch(LaunchRequest(job_id="job-1", segment_id="seg-0000",
                                              attempt_id="job-1/seg-0000/1",
                                              market="spot", start=0, stop=2500, input_key="data/x.parquet"))
@@ -17,6 +23,7 @@ Usage::
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import time
@@ -28,6 +35,7 @@ from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 from botocore.parsers import ResponseParserError
 
 from coordinator.errors import CapacityError, LaunchError
+from coordinator.job.aws_errors import error_code, raise_for_setup
 from coordinator.job.instances import GONE_STATES, InstanceInfo, alive_ids, list_instances
 from coordinator.job.launch_contract import TAG_ATTEMPT, LaunchRequest, tags_for
 
@@ -49,11 +57,14 @@ CAPACITY_CODES = frozenset(
         "InsufficientInstanceCapacity",
         "InsufficientCapacity",
         "SpotMaxPriceTooLow",
-        "MaxSpotInstanceCountExceeded",
         "InsufficientHostCapacity",
-        "Unsupported",
+        "Unsupported",  # the type is not offered in this zone: another zone may have it
     }
 )
+# A new instance profile takes seconds to reach EC2 (IAM is eventually consistent): RunInstances answers
+# InvalidParameterValue "Invalid IAM Instance Profile ..." until it has. Retried, for this long at most.
+PROFILE_PROPAGATION_SECONDS = 60.0
+PROFILE_RETRY = 3.0
 MAX_API_RETRIES = 6  # 0.5 + 1 + 2 + 4 + 8 + 16 s: past half a minute of throttling, something else is wrong
 BASE_DELAY_SECONDS = 0.5
 CONFIRM_TIMEOUT_SECONDS = 120.0  # EC2 takes up to a minute or two to report terminated
@@ -63,10 +74,6 @@ CONFIRM_POLL_SECONDS = 2.0
 # TerminateInstances answers while another caller is terminating the same instance: AWS when it is already
 # gone; moto when a concurrent terminate detached its volume first (seen under load in the simulator)
 TERMINATING_ELSEWHERE = frozenset({"InvalidInstanceID.NotFound", "InvalidAttachment.NotFound"})
-
-
-def error_code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
 
 
 def is_retryable(error: ClientError) -> bool:
@@ -80,14 +87,16 @@ class Fleet:
         ec2: Any,
         *,
         templates: dict[str, str],
-        subnet_id: str | None,
+        subnets: dict[str, str] | None = None,
+        instance_profile_arn: str | None = None,
         max_retries: int = MAX_API_RETRIES,
         base_delay: float = BASE_DELAY_SECONDS,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.ec2 = ec2
         self.templates = templates
-        self.subnet_id = subnet_id
+        self.subnets = dict(sorted((subnets or {}).items()))  # zone -> subnet, in zone order
+        self.instance_profile_arn = instance_profile_arn
         self.max_retries = max_retries
         self.base_delay = base_delay
         self.sleep = sleep
@@ -101,12 +110,14 @@ class Fleet:
             except ClientError as error:
                 code = error_code(error)
                 history.append(f"{operation}: {code or 'HTTP error'}")
+                raise_for_setup(error, "ec2", f"{operation}")
                 if code in CAPACITY_CODES:
                     raise CapacityError(f"{operation}: {code}: {error}", history) from None
                 if not is_retryable(error) or attempt == self.max_retries:
                     raise LaunchError(
                         f"{operation} failed after {attempt + 1} call(s): {code}: {error}", history
                     ) from None
+                log.info("%s: %s, calling again (retry %d)", operation, code or "HTTP error", attempt + 1)
                 self._back_off(attempt)
             except (ResponseParserError, ConnectionError, HTTPClientError) as error:
                 # a 5xx without AWS's error document (a proxy's or emulator's HTML page), a reset connection
@@ -140,7 +151,6 @@ class Fleet:
             "LaunchTemplate": {"LaunchTemplateId": template},
             "MinCount": 1,
             "MaxCount": 1,
-            "ClientToken": request.attempt_id[:64],
             "TagSpecifications": [
                 {
                     "ResourceType": "instance",
@@ -148,10 +158,41 @@ class Fleet:
                 }
             ],
         }
-        if self.subnet_id:
-            kwargs["SubnetId"] = self.subnet_id
-        instances = self._call("run_instances", **kwargs)["Instances"]
-        return str(instances[0]["InstanceId"])
+        if self.instance_profile_arn:
+            kwargs["IamInstanceProfile"] = {"Arn": self.instance_profile_arn}
+        refusals: list[str] = []
+        for zone, subnet in self.zones_for(request.segment_id) or [("", "")]:
+            token = hashlib.sha256(f"{request.attempt_id}|{subnet}".encode()).hexdigest()[:64]
+            placed = {"SubnetId": subnet} if subnet else {}
+            try:
+                instances = self._run(ClientToken=token, **placed, **kwargs)["Instances"]
+            except CapacityError as error:  # this zone has none: the next one may
+                refusals += [f"{zone or 'default'}: {h}" for h in error.history]
+                continue
+            return str(instances[0]["InstanceId"])
+        raise CapacityError(f"no capacity for {request.market} in any zone: {'; '.join(refusals)}", refusals)
+
+    def zones_for(self, segment_id: str) -> list[tuple[str, str]]:
+        """The stack's (zone, subnet) pairs, starting at a zone picked by the segment: spread, stable."""
+        pairs = list(self.subnets.items())
+        if not pairs:
+            return []
+        first = int(hashlib.sha256(segment_id.encode()).hexdigest(), 16) % len(pairs)
+        return pairs[first:] + pairs[:first]
+
+    def _run(self, **kwargs: Any) -> Any:
+        """RunInstances, waiting out a new instance profile's propagation to EC2."""
+        waited = 0.0
+        while True:
+            try:
+                return self._call("run_instances", **kwargs)
+            except LaunchError as error:
+                propagating = "Instance Profile" in str(error) and "InvalidParameterValue" in str(error)
+                if not propagating or waited >= PROFILE_PROPAGATION_SECONDS:
+                    raise
+                log.info("instance profile not visible to EC2 yet; launching again in %.0f s", PROFILE_RETRY)
+                self.sleep(PROFILE_RETRY)
+                waited += PROFILE_RETRY
 
     def _attempt_instance(self, attempt_id: str) -> str | None:
         reservations = self._call(

@@ -2,8 +2,8 @@
 
 The fleet writes these tags on every instance it launches. On the instance, the launch template's user-data
 (`terraform/modules/worker_templates/user_data.sh.tftpl`) reads them from the instance metadata and starts
-the worker with the `SPOTBATCH_*` environment that `worker_env()` describes; the simulator's instance
-runtime builds the same environment from the same tags. A test holds the template to this module.
+the worker with the `SPOTBATCH_*` environment that `worker_env()` describes (on EC2 and in the simulator,
+which runs that same script). A test holds the template to this module.
 
 Usage::
 
@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from inference.config import DEFAULT_BATCH_SIZE, DEFAULT_CHECKPOINT_EVERY
+from inference.heartbeat import HEARTBEAT_SECONDS
+from inference.interruption import NOTICE_POLL_SECONDS
 from inference.layout import job_prefix
 
 PROJECT_TAG = "Project"
@@ -28,7 +31,21 @@ TAG_MARKET = "spotbatch:market"
 TAG_START = "spotbatch:start"
 TAG_STOP = "spotbatch:stop"
 TAG_INPUT_KEY = "spotbatch:input-key"
+TAG_BATCH_SIZE = "spotbatch:batch-size"
+TAG_CHECKPOINT_EVERY = "spotbatch:checkpoint-every"  # batches between checkpoints
+TAG_HEARTBEAT_SECONDS = "spotbatch:heartbeat-seconds"
+TAG_NOTICE_POLL_SECONDS = "spotbatch:notice-poll-seconds"
 TAG_MAX_LIFETIME = "spotbatch:max-lifetime-seconds"  # set by the launch template, enforced by user-data
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerTuning:
+    """How a worker works, set per job (the simulator shrinks the intervals with its clock)."""
+
+    batch_size: int = DEFAULT_BATCH_SIZE
+    checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY
+    heartbeat_seconds: float = HEARTBEAT_SECONDS
+    notice_poll_seconds: float = NOTICE_POLL_SECONDS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,6 +57,7 @@ class LaunchRequest:
     start: int
     stop: int
     input_key: str
+    tuning: WorkerTuning = field(default_factory=WorkerTuning)
     extra_tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -53,6 +71,10 @@ def tags_for(request: LaunchRequest) -> dict[str, str]:
         TAG_START: str(request.start),
         TAG_STOP: str(request.stop),
         TAG_INPUT_KEY: request.input_key,
+        TAG_BATCH_SIZE: str(request.tuning.batch_size),
+        TAG_CHECKPOINT_EVERY: str(request.tuning.checkpoint_every),
+        TAG_HEARTBEAT_SECONDS: f"{request.tuning.heartbeat_seconds:g}",
+        TAG_NOTICE_POLL_SECONDS: f"{request.tuning.notice_poll_seconds:g}",
         **request.extra_tags,
     }
 
@@ -68,4 +90,8 @@ def worker_env(tags: dict[str, str], *, bucket: str, instance_id: str) -> dict[s
         "SPOTBATCH_INSTANCE_ID": instance_id,
         "SPOTBATCH_MARKET": tags.get(TAG_MARKET, ""),
         "SPOTBATCH_ATTEMPT": tags.get(TAG_ATTEMPT, ""),
+        "SPOTBATCH_BATCH_SIZE": tags[TAG_BATCH_SIZE],
+        "SPOTBATCH_CHECKPOINT_EVERY": tags[TAG_CHECKPOINT_EVERY],
+        "SPOTBATCH_HEARTBEAT_EVERY": tags[TAG_HEARTBEAT_SECONDS],
+        "SPOTBATCH_NOTICE_POLL_EVERY": tags[TAG_NOTICE_POLL_SECONDS],
     }

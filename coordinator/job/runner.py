@@ -6,16 +6,20 @@ merges the outputs when every segment is done, and writes the run's files:
 
     <run_dir>/state.db            coordinator state (SQLite: segments, attempts, events)
     <run_dir>/events.jsonl        the event log, one transition per line with its reason
-    <run_dir>/ledger.jsonl        every attempt priced, and the job's summary
+    <run_dir>/ledger.jsonl        every attempt priced, with its CPU and memory, and the job's summary
+    <run_dir>/usage.jsonl         each attempt's CPU and memory, read from CloudWatch when it ended
     <run_dir>/predictions.csv     id, text, label, prediction, score: every input row exactly once
     <run_dir>/predictions.parquet
     <run_dir>/run.json            the job's settings and outcome
     <run_dir>/coordinator.log     decisions and a status line per instance every 30 cloud seconds
 
+The job's workers get a role of their own (`roles.py`), made before the first launch and deleted after
+the last instance is confirmed gone.
+
 Usage::
 
-    outcome = run_job(spec, cloud=CloudTarget(ec2=ec2, s3=s3, bucket=..., templates=..., subnet_id=...),
-                      guard=guard, clock=clock, run_dir=Path("runs/job-1"))
+    cloud = CloudTarget.connect(AwsTarget.real(), StackOutputs.read(Path("runs/infra/aws/outputs.json")))
+    outcome = run_job(spec, cloud=cloud, guard=guard, clock=clock, run_dir=Path("runs/job-1"))
 """
 
 from __future__ import annotations
@@ -31,28 +35,58 @@ from typing import Any
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import summarize_job, write_ledger
 from coordinator.cost.pricing import PriceQuote, PriceTable
+from coordinator.errors import StackOutputsError
 from coordinator.job.clock import CloudClock
 from coordinator.job.controller import Controller, JobOutcome
 from coordinator.job.fleet import Fleet
 from coordinator.job.merge import MergeReport, merge_results
+from coordinator.job.roles import JobRoles
 from coordinator.job.segments import Segment, plan_segments
 from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState
 from coordinator.job.status import SegmentStatus
+from coordinator.job.usage import UsageRecorder
+from coordinator.job.worker_logs import WorkerLogTail
 from coordinator.policies.registry import make_policy
+from coordinator.stack.outputs import StackOutputs
+from coordinator.stack.target import AwsTarget
 from inference.layout import job_prefix
 from inference.storage import S3Store
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CloudTarget:
-    """What the coordinator needs of a deployed stack (from `terraform output`) and its clients."""
+    """A deployed stack (from `terraform output`), the clients of its account, and the account's id."""
 
+    stack: StackOutputs
+    target: AwsTarget
     ec2: Any
     s3: Any
-    bucket: str
-    templates: dict[str, str]
-    subnet_id: str | None
+    iam: Any
+    cloudwatch: Any
+    logs: Any
+    account: str
+
+    @property
+    def bucket(self) -> str:
+        return self.stack.bucket
+
+    @classmethod
+    def connect(cls, target: AwsTarget, stack: StackOutputs, *, ec2: Any | None = None) -> CloudTarget:
+        """Clients in the stack's region. EC2's own retries are off: the fleet retries, and counts."""
+        if stack.region != target.region:
+            raise StackOutputsError(f"the stack is in {stack.region}, but the target is {target.describe}")
+        account = str(target.client("sts").get_caller_identity()["Account"])
+        return cls(
+            stack=stack,
+            target=target,
+            ec2=ec2 or target.client("ec2", max_attempts=1),
+            s3=target.client("s3"),
+            iam=target.client("iam"),
+            cloudwatch=target.client("cloudwatch"),
+            logs=target.client("logs"),
+            account=account,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,27 +141,42 @@ def run_job(
     run_dir: Path,
     extra: dict[str, Any] | None = None,
     on_cycle: Callable[[list[SegmentStatus]], None] | None = None,
+    quotes: dict[str, PriceQuote] | None = None,
 ) -> RunResult:
     run_dir.mkdir(parents=True, exist_ok=True)
     state = CoordinatorState(run_dir / "state.db")
+    roles = JobRoles(cloud.iam, cloud.stack, account=cloud.account)
     try:
         segments = plan_segments(spec.rows, spec.segments, f"s3://{cloud.bucket}/{spec.input_key}")
         clock = _open_job(state, spec, segments, clock)
         job_store = S3Store(cloud.bucket, job_prefix(spec.job_id), client=cloud.s3)
-        quotes = quotes_for(spec)
-        controller = Controller(
-            spec=spec,
-            state=state,
-            fleet=Fleet(cloud.ec2, templates=cloud.templates, subnet_id=cloud.subnet_id),
-            store=job_store,
-            policy=make_policy(spec.policy, **spec.policy_options),
-            guard=guard,
-            quotes=quotes,
-            clock=clock,
-            on_cycle=on_cycle,
-        )
+        quotes = quotes or quotes_for(spec)
+        usage = UsageRecorder(cloud.cloudwatch, cloud.stack.metrics_namespace, run_dir / "usage.jsonl")
         with run_log(run_dir):
-            outcome = controller.run()
+            role = roles.ensure(spec.job_id)
+            fleet = Fleet(
+                cloud.ec2,
+                templates=cloud.stack.launch_template_ids,
+                subnets=cloud.stack.subnet_ids,
+                instance_profile_arn=role.instance_profile_arn,
+            )
+            controller = Controller(
+                spec=spec,
+                state=state,
+                fleet=fleet,
+                store=job_store,
+                policy=make_policy(spec.policy, **spec.policy_options),
+                guard=guard,
+                quotes=quotes,
+                clock=clock,
+                on_cycle=on_cycle,
+            )
+            tail = WorkerLogTail(cloud.logs, cloud.stack.log_group, job_id=spec.job_id)
+            controller.book.after_end += [usage.attempt_ended, tail.attempt_ended]
+            try:
+                outcome = controller.run()
+            finally:  # the job's instances are confirmed gone (or a kill left them to their lifetime)
+                _delete_role(roles, spec.job_id)
         merge = None
         if outcome.succeeded:
             input_store = S3Store(cloud.bucket, "", client=cloud.s3)
@@ -135,12 +184,20 @@ def run_job(
             merge = merge_results(job_store, input_store, spec.input_key, segment_ids, run_dir)
         ledger_path = None
         if outcome.attempts:
-            summary = summarize_job(spec.job_id, outcome.attempts, quotes["on-demand"].rate_usd_per_hour)
-            ledger_path = write_ledger(run_dir, outcome.attempts, summary)
+            records = usage.fill(outcome.attempts)
+            summary = summarize_job(spec.job_id, records, quotes["on-demand"].rate_usd_per_hour)
+            ledger_path = write_ledger(run_dir, records, summary)
         _write_records(run_dir, state, spec, clock, outcome, merge, extra or {})
         return RunResult(outcome, merge, ledger_path, run_dir)
     finally:
         state.close()
+
+
+def _delete_role(roles: JobRoles, job_id: str) -> None:
+    try:
+        roles.delete(job_id)
+    except Exception as error:  # never hide the job's own outcome; destroy-real removes leftovers
+        logging.getLogger("coordinator").warning("job %s: role not deleted: %s", job_id, error)
 
 
 def _open_job(
@@ -178,6 +235,7 @@ def _write_records(
         "wall_seconds": round(outcome.wall_seconds, 3),
         "cloud_seconds": round(outcome.ended_cloud - outcome.started_cloud, 3),
         "api_retries": outcome.api_retries,
+        "stopped": outcome.stopped,
         **_deadline_record(spec, outcome, clock),
         **extra,
     }

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from coordinator.job.launch_contract import WorkerTuning
+from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
+
 CYCLE_SECONDS = 5.0  # wall, on AWS: notices give 120 s, so a 5 s look costs little; the simulator shrinks it
 HEARTBEAT_TIMEOUT_SECONDS = 30.0  # wall: 15 missed 2-second beats; S3 hiccups last seconds, not this long
 BOOT_TIMEOUT_SECONDS = 900.0  # wall: an EC2 boot + image pull + model load is 2-5 minutes; 15 is broken
@@ -30,7 +33,7 @@ class JobSpec:
     policy_options: dict[str, float] = field(default_factory=dict)
     provider: str = "aws"
     region: str = "us-east-1"
-    instance_type: str = "p3.2xlarge"
+    instance_type: str = DEFAULT_INSTANCE_TYPE
     planned_rows_per_s: float = 10.0  # cloud rows/s of one instance, for budget estimates before any beat
     cycle_seconds: float = CYCLE_SECONDS
     heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS
@@ -40,3 +43,4 @@ class JobSpec:
     deadline_seconds: float | None = None  # cloud seconds from the job's start; deadline policies need one
     changeover_seconds: float = CHANGEOVER_SECONDS  # until the job has seen a first heartbeat
     reclaim_overhead_seconds: float = RECLAIM_OVERHEAD_SECONDS
+    tuning: WorkerTuning = field(default_factory=WorkerTuning)  # batch size, checkpoints, beats (tags)

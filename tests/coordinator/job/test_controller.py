@@ -1,8 +1,9 @@
 """The coordinator end to end with real worker processes on a moto server: interruptions, faults, restarts.
 
-Each test runs the `simulate` matrix code (or the `spotbatch run` CLI) on a small stack made with boto3, then
-checks the outputs (every input id exactly once, equal to an uninterrupted run), the event log, the ledger
-and that no instance of the job is left.
+Each test runs the `simulate` matrix code (or the `spotbatch run` CLI) on the AWS stack applied to moto once
+for the session (every instance boots from the launch template's user-data), then checks the outputs
+(every input id exactly once, equal to an uninterrupted run), the event log, the ledger and that no
+instance of the job is left.
 """
 
 from __future__ import annotations
@@ -14,20 +15,18 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
-from coordinator.job.instances import alive_ids
-from coordinator.sim.emulator import MotoServer, emulator_session
+from coordinator.job.instances import InstanceInfo, alive_ids, list_instances
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultRule
 from coordinator.sim.matrix import run_matrix
-from coordinator.sim.quick_stack import job_instances, make_stack
 from coordinator.sim.settings import SimulationSettings
 from tests.conftest import FIXTURES
 
@@ -35,15 +34,13 @@ ROWS = 1_500
 
 
 @pytest.fixture
-def stack(aws_credentials: None, tmp_path: Path) -> Iterator[Infrastructure]:
-    """A moto server in its own process (workers hit it hard) with the stack's resources."""
-    with MotoServer(log_path=tmp_path / "moto.log") as server:
-        yield make_stack(server.endpoint)
+def stack(deployed_stack: Infrastructure) -> Infrastructure:
+    return deployed_stack
 
 
 def settings(tmp_path: Path, model: Path, dataset: Path, **overrides: Any) -> SimulationSettings:
     base: dict[str, Any] = dict(
-        out_dir=tmp_path / "runs" / "t",
+        out_dir=tmp_path / "runs" / f"t{uuid.uuid4().hex[:6]}",  # job ids unique in the session's moto
         model=model,
         dataset=dataset,
         rows=ROWS,
@@ -69,8 +66,16 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
-def alive(endpoint: str, job_id: str) -> list[str]:
-    return alive_ids(job_instances(endpoint, job_id))
+def job_instances(stack: Infrastructure, job_id: str) -> dict[str, InstanceInfo]:
+    return list_instances(stack.target.client("ec2").describe_instances, job_id=job_id)
+
+
+def alive(stack: Infrastructure, job_id: str) -> list[str]:
+    return alive_ids(job_instances(stack, job_id))
+
+
+def job_of(config: SimulationSettings, run_name: str) -> str:
+    return f"{config.out_dir.name}-{run_name}"
 
 
 def test_hybrid_with_forced_interruptions_equals_an_uninterrupted_run(
@@ -88,7 +93,7 @@ def test_hybrid_with_forced_interruptions_equals_an_uninterrupted_run(
     for run in (on_demand, hybrid):
         assert run.result.outcome.succeeded, run.result.outcome.failures
         assert sorted(predictions(run.result.run_dir)) == sorted(input_ids)
-        assert alive(str(stack.endpoint), f"t-{run.name}") == []
+        assert alive(stack, job_of(config, run.name)) == []
     # resumed segments give the same predictions as the run that was never interrupted
     assert predictions(hybrid.result.run_dir) == predictions(on_demand.result.run_dir)
     assert hybrid.interruptions == 2
@@ -112,15 +117,15 @@ def test_hybrid_with_forced_interruptions_equals_an_uninterrupted_run(
 def test_throttling_500s_and_spot_capacity_are_handled_per_policy(
     stack: Infrastructure, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
 ) -> None:
-    spot_template = stack.outputs["launch_template_ids"]["spot"]
+    spot_template = stack.stack.launch_template_ids["spot"]
+    zones = len(stack.stack.subnet_ids)  # a capacity error is tried in the next zone: every zone says no
     faults = (
         FaultRule("RunInstances", "RequestLimitExceeded", times=2),
         FaultRule("RunInstances", "InternalError", times=2),
-        FaultRule("RunInstances", "InsufficientInstanceCapacity", times=1, template_id=spot_template),
+        FaultRule("RunInstances", "InsufficientInstanceCapacity", times=zones, template_id=spot_template),
     )
-    (run,) = run_matrix(
-        settings(tmp_path, tiny_model_dir, sentences_parquet, runs={"hybrid": 1}, faults=faults), stack
-    )
+    config = settings(tmp_path, tiny_model_dir, sentences_parquet, runs={"hybrid": 1}, faults=faults)
+    (run,) = run_matrix(config, stack)
     outcome = run.result.outcome
     assert outcome.succeeded, outcome.failures
     assert outcome.api_retries == 4  # two throttled and two 500 calls, each retried by the fleet
@@ -129,13 +134,16 @@ def test_throttling_500s_and_spot_capacity_are_handled_per_policy(
     assert record["boot"] == "fork" and record["model"] == str(tiny_model_dir)
     assert (record["batch_size"], record["checkpoint_every"], record["seed"]) == (16, 4, 0)
     assert record["spec"]["policy"] == "hybrid" and record["spec"]["segments"] == 4
-    assert record["faults_injected"] == [
-        "RunInstances: RequestLimitExceeded",
-        "RunInstances: RequestLimitExceeded",
-        "RunInstances: InternalError",
-        "RunInstances: InternalError",
-        "RunInstances: InsufficientInstanceCapacity",
-    ]
+    assert (
+        record["faults_injected"]
+        == [
+            "RunInstances: RequestLimitExceeded",
+            "RunInstances: RequestLimitExceeded",
+            "RunInstances: InternalError",
+            "RunInstances: InternalError",
+        ]
+        + ["RunInstances: InsufficientInstanceCapacity"] * zones
+    )
     log = events(run.result.run_dir)
     failed = [e for e in log if e["to_state"] == "FAILED_LAUNCH"]
     assert len(failed) == 1 and "InsufficientInstanceCapacity" in failed[0]["reason"]
@@ -144,7 +152,7 @@ def test_throttling_500s_and_spot_capacity_are_handled_per_policy(
     ]
     assert after[0]["to_state"] == "LAUNCHING" and "on-demand" in after[0]["reason"]
     assert len(predictions(run.result.run_dir)) == ROWS
-    assert alive(str(stack.endpoint), f"t-{run.name}") == []
+    assert alive(stack, job_of(config, run.name)) == []
 
 
 def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
@@ -152,18 +160,17 @@ def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
 ) -> None:
     """The cloud (moto, instance runtime, metadata server) lives in this process; the coordinator is
     `python -m coordinator run`, killed with SIGKILL mid-run and started again with the same job id."""
-    from coordinator.sim.instance_runtime import InstanceRuntime, WorkerSettings
+    from coordinator.job.clock import CloudClock
+    from coordinator.sim.image import IMAGE_MODEL_DIR
+    from coordinator.sim.instance_runtime import InstanceRuntime
+    from coordinator.sim.machine import MachineImage
     from coordinator.sim.matrix import upload_dataset
     from coordinator.sim.metadata_server import MetadataServer
     from coordinator.sim.settings import DATASET_KEY
 
-    endpoint = str(stack.endpoint)
-    aws = emulator_session(stack.env)
-    ec2 = aws.client("ec2", endpoint_url=endpoint)
-    upload_dataset(aws.client("s3", endpoint_url=endpoint), "spotbatch-test", sentences_parquet, ROWS)
-    outputs = tmp_path / "outputs.json"
-    outputs.write_text(json.dumps({k: {"value": v} for k, v in stack.outputs.items()}))
-    run_dir, job = tmp_path / "run", "kill-9"
+    upload_dataset(stack.target.client("s3"), stack.stack.bucket, sentences_parquet, ROWS)
+    outputs = stack.save_outputs(tmp_path / "outputs.json")
+    run_dir, job = tmp_path / "run", f"kill-9-{uuid.uuid4().hex[:6]}"
     command = [
         sys.executable,
         "-m",
@@ -172,7 +179,7 @@ def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
         "--outputs",
         str(outputs),
         "--endpoint",
-        endpoint,
+        stack.endpoint,
         "--job-id",
         job,
         "--run-dir",
@@ -193,22 +200,33 @@ def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
         "8",
         "--boot-timeout",
         "60",
+        "--batch-size",
+        "16",
+        "--checkpoint-every",
+        "4",
+        "--heartbeat-seconds",
+        "1",
+        "--notice-poll-seconds",
+        "0.5",
+        "--override",
+        "price-of-the-day=the table's undated price is fine in a test",
         "--spend-log",
         str(tmp_path / "spend.jsonl"),
         "--ceiling",
         "1000",
     ]
-    env = {**os.environ, **stack.env}
-    worker_settings = WorkerSettings(
-        bucket="spotbatch-test",
-        model=str(busy_model_dir),
-        aws_env=stack.env,
-        batch_size=16,
-        checkpoint_every=4,
-    )
+    env = {**os.environ, "SPOTBATCH_HOME": str(tmp_path)}
+    image = MachineImage(files={IMAGE_MODEL_DIR: str(busy_model_dir)})
     with (
         MetadataServer() as imds,
-        InstanceRuntime(ec2, worker_settings, imds=imds, log_dir=tmp_path / "workers", job_id=job) as runtime,
+        InstanceRuntime(
+            stack.target,
+            image,
+            imds=imds,
+            log_dir=tmp_path / "workers",
+            clock=CloudClock(scale=30),
+            job_id=job,
+        ) as runtime,
     ):
         with open(tmp_path / "first.log", "wb") as first_log:
             first = subprocess.Popen(command, env=env, stdout=first_log, stderr=first_log)
@@ -218,13 +236,13 @@ def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
         assert _running_segments(run_dir / "state.db"), "no segment reached RUNNING"
         first.send_signal(signal.SIGKILL)
         first.wait(10)
-        launched_before = len(job_instances(endpoint, job))
+        launched_before = len(job_instances(stack, job))
         assert launched_before >= 1
         second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
         assert second.returncode == 0, second.stderr[-3000:]
         assert "adopted" in (run_dir / "coordinator.log").read_text()
         assert runtime.errors == []
-    instances = job_instances(endpoint, job)
+    instances = job_instances(stack, job)
     per_attempt = Counter(i.attempt for i in instances.values())
     assert max(per_attempt.values()) == 1, per_attempt  # no attempt launched twice
     state = sqlite3.connect(run_dir / "state.db")
@@ -233,7 +251,7 @@ def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
     }
     assert launched == set(instances)  # every instance EC2 knows is one the state knows
     assert sorted(predictions(run_dir)) == sorted(pq.read_table(sentences_parquet).column("id").to_pylist())
-    assert alive(endpoint, job) == []
+    assert alive(stack, job) == []
 
 
 def _running_segments(path: Path) -> int:
@@ -249,22 +267,21 @@ def _running_segments(path: Path) -> int:
 def test_budget_refusal_fails_the_segments_and_launches_nothing(
     stack: Infrastructure, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
 ) -> None:
-    (run,) = run_matrix(
-        settings(tmp_path, tiny_model_dir, sentences_parquet, runs={"on-demand": 1}, budget_usd=0.01), stack
-    )
+    config = settings(tmp_path, tiny_model_dir, sentences_parquet, runs={"on-demand": 1}, budget_usd=0.0001)
+    (run,) = run_matrix(config, stack)
     outcome = run.result.outcome
     assert not outcome.succeeded and outcome.segments_done == 0
     assert set(outcome.failures) == {"seg-0000", "seg-0001", "seg-0002", "seg-0003"}
     assert all("budget guard refused" in why for why in outcome.failures.values())
-    assert job_instances(str(stack.endpoint), "t-on-demand-01") == {}  # nothing was launched
+    assert job_instances(stack, job_of(config, "on-demand-01")) == {}  # nothing was launched
     assert run.result.merge is None and not (run.result.run_dir / "predictions.csv").exists()
-    spend_log = tmp_path / "runs" / "t" / "spend_log.jsonl"
+    spend_log = config.out_dir / "spend_log.jsonl"
     assert not spend_log.exists() or spend_log.read_text() == ""  # a refused estimate reserves nothing
 
 
 def test_run_cli_names_a_bad_outputs_file(tmp_path: Path) -> None:
     outputs = tmp_path / "outputs.json"
-    outputs.write_text(json.dumps({"bucket": {"value": "b"}}))
+    outputs.write_text(json.dumps({"bucket": {"value": "b"}, "region": {"value": "us-east-1"}}))
     result = subprocess.run(
         [
             sys.executable,
@@ -288,18 +305,17 @@ def test_run_cli_names_a_bad_outputs_file(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert f"{outputs}: no 'launch_template_ids' output" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_trace_replay_interrupts_spot_and_refuses_spot_launches_while_unavailable(
     stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
 ) -> None:
     trace = FIXTURES / "traces" / "flaky-zone.json"
-    (run,) = run_matrix(
-        settings(
-            tmp_path, busy_model_dir, sentences_parquet, runs={"hybrid": 1}, trace=trace, spot_share=1.0
-        ),
-        stack,
+    config = settings(
+        tmp_path, busy_model_dir, sentences_parquet, runs={"hybrid": 1}, trace=trace, spot_share=1.0
     )
+    (run,) = run_matrix(config, stack)
     outcome = run.result.outcome
     assert outcome.succeeded, outcome.failures
     record = json.loads((run.result.run_dir / "run.json").read_text())
@@ -316,7 +332,7 @@ def test_trace_replay_interrupts_spot_and_refuses_spot_launches_while_unavailabl
     assert sorted(predictions(run.result.run_dir)) == sorted(
         pq.read_table(sentences_parquet).column("id").to_pylist()
     )
-    assert alive(str(stack.endpoint), "t-hybrid-01") == []
+    assert alive(stack, job_of(config, "hybrid-01")) == []
 
 
 def test_deadline_policy_goes_on_demand_in_an_outage_and_back_to_spot_after_it(
@@ -328,19 +344,17 @@ def test_deadline_policy_goes_on_demand_in_an_outage_and_back_to_spot_after_it(
     launch) the slack still pays two changeovers, so the on-demand instance is stopped (it drains to its
     checkpoint) and the segment continues on spot."""
     trace = FIXTURES / "traces" / "outage-every-8-min.json"
-    (run,) = run_matrix(
-        settings(
-            tmp_path,
-            busy_model_dir,
-            sentences_parquet,
-            runs={"deadline": 1},
-            trace=trace,
-            deadline_seconds=3600.0,
-            segments=2,
-            time_scale=60.0,
-        ),
-        stack,
+    config = settings(
+        tmp_path,
+        busy_model_dir,
+        sentences_parquet,
+        runs={"deadline": 1},
+        trace=trace,
+        deadline_seconds=3600.0,
+        segments=2,
+        time_scale=60.0,
     )
+    (run,) = run_matrix(config, stack)
     outcome = run.result.outcome
     assert outcome.succeeded, outcome.failures
     record = json.loads((run.result.run_dir / "run.json").read_text())
@@ -369,4 +383,4 @@ def test_deadline_policy_goes_on_demand_in_an_outage_and_back_to_spot_after_it(
     assert sorted(predictions(run.result.run_dir)) == sorted(
         pq.read_table(sentences_parquet).column("id").to_pylist()
     )
-    assert alive(str(stack.endpoint), "t-deadline-01") == []
+    assert alive(stack, job_of(config, "deadline-01")) == []

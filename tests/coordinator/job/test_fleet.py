@@ -1,5 +1,5 @@
 """The fleet against moto (in process): launches from templates with tags, idempotent attempts, retries,
-capacity errors, terminate-and-confirm."""
+capacity errors tried in the next zone, permission and quota errors told apart, terminate-and-confirm."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from coordinator.errors import CapacityError, LaunchError
+from coordinator.errors import CapacityError, LaunchError, PermissionDenied, QuotaExceeded
 from coordinator.job.fleet import Fleet
 from coordinator.job.launch_contract import LaunchRequest
 
@@ -51,7 +51,7 @@ def request(
 
 
 def test_launch_tags_and_terminate_confirmed(ec2: Any) -> None:
-    fleet = Fleet(ec2, templates=templates(ec2), subnet_id=None, sleep=lambda s: None)
+    fleet = Fleet(ec2, templates=templates(ec2), sleep=lambda s: None)
     spot = fleet.launch(request())
     on_demand = fleet.launch(request("seg-0001", "job-1/seg-0001/1", "on-demand"))
     listed = fleet.job_instances("job-1")
@@ -63,7 +63,7 @@ def test_launch_tags_and_terminate_confirmed(ec2: Any) -> None:
 
 
 def test_same_attempt_launched_twice_is_one_instance(ec2: Any) -> None:
-    fleet = Fleet(ec2, templates=templates(ec2), subnet_id=None, sleep=lambda s: None)
+    fleet = Fleet(ec2, templates=templates(ec2), sleep=lambda s: None)
     first = fleet.launch(request())
     again = fleet.launch(request(), repeat=True)  # a coordinator restarted mid-launch repeats the call
     assert first == again
@@ -73,7 +73,7 @@ def test_same_attempt_launched_twice_is_one_instance(ec2: Any) -> None:
 def test_throttling_and_500s_are_retried_with_backoff(aws_credentials: None) -> None:
     ec2 = boto3.client("ec2", region_name="us-east-1")
     delays: list[float] = []
-    fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnet_id="subnet-1", sleep=delays.append)
+    fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnets={"us-east-1a": "subnet-1"}, sleep=delays.append)
     with Stubber(ec2) as stub:  # moto cannot throttle; the real client gets canned faults
         stub.add_client_error("run_instances", "RequestLimitExceeded", http_status_code=503)
         stub.add_client_error("run_instances", "InternalError", http_status_code=500)
@@ -85,12 +85,12 @@ def test_throttling_and_500s_are_retried_with_backoff(aws_credentials: None) -> 
 
 def test_capacity_errors_go_to_the_policy_and_others_are_not_retried(aws_credentials: None) -> None:
     ec2 = boto3.client("ec2", region_name="us-east-1")
-    fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnet_id=None, sleep=lambda s: None)
+    fleet = Fleet(ec2, templates={"spot": "lt-1"}, sleep=lambda s: None)
     with Stubber(ec2) as stub:
         stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
         with pytest.raises(CapacityError, match="InsufficientInstanceCapacity") as capacity:
             fleet.launch(request())
-        assert capacity.value.history == ["run_instances: InsufficientInstanceCapacity"]
+        assert capacity.value.history == ["default: run_instances: InsufficientInstanceCapacity"]
         stub.add_client_error("run_instances", "InvalidLaunchTemplateId.NotFound", http_status_code=400)
         with pytest.raises(LaunchError, match="after 1 call") as bad:
             fleet.launch(request())
@@ -101,12 +101,83 @@ def test_capacity_errors_go_to_the_policy_and_others_are_not_retried(aws_credent
 
 def test_a_terminate_that_lost_a_race_is_confirmed_by_the_re_listing(aws_credentials: None) -> None:
     ec2 = boto3.client("ec2", region_name="us-east-1")
-    fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnet_id=None, sleep=lambda s: None)
+    fleet = Fleet(ec2, templates={"spot": "lt-1"}, sleep=lambda s: None)
     gone = {"Reservations": [{"Instances": [{"InstanceId": "i-0abc", "State": {"Name": "shutting-down"}}]}]}
     with Stubber(ec2) as stub:  # moto's answer when another caller's terminate detached the volume first
         stub.add_client_error("terminate_instances", "InvalidAttachment.NotFound", http_status_code=400)
         stub.add_response("describe_instances", gone)
         fleet.terminate_and_confirm(["i-0abc"])
         stub.add_client_error("terminate_instances", "UnauthorizedOperation", http_status_code=403)
-        with pytest.raises(LaunchError, match="UnauthorizedOperation"):
+        with pytest.raises(PermissionDenied, match="may not call ec2:TerminateInstances"):
             fleet.terminate_and_confirm(["i-0abc"])
+
+
+def test_a_zone_without_capacity_sends_the_launch_to_the_next_zone(aws_credentials: None) -> None:
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    subnets = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b", "us-east-1c": "subnet-c"}
+    fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnets=subnets, sleep=lambda s: None)
+    asked: list[str] = []
+    ec2.meta.events.register(
+        "provide-client-params.ec2.RunInstances", lambda params, **_: asked.append(params["SubnetId"])
+    )
+    order = [subnet for _, subnet in fleet.zones_for("seg-0000")]
+    assert sorted(order) == sorted(subnets.values())
+    assert fleet.zones_for("seg-0000") == fleet.zones_for("seg-0000")  # stable per segment
+    with Stubber(ec2) as stub:
+        stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
+        stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
+        assert fleet.launch(request()) == "i-0abc"
+        assert asked == order[:2]  # the first zone refused, the second launched
+        for _ in subnets:
+            stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
+        with pytest.raises(CapacityError, match="no capacity for spot in any zone") as none:
+            fleet.launch(request())
+        assert len(none.value.history) == 3
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "error", "named"),
+    [
+        (
+            "UnauthorizedOperation",
+            "You are not authorized to perform this operation. User: arn:aws:iam::1:user/u is not authorized "
+            "to perform: iam:PassRole on resource: arn:aws:iam::1:role/spotbatch/s/r",
+            PermissionDenied,
+            "iam:PassRole is denied",
+        ),
+        (
+            "UnauthorizedOperation",
+            "You are not authorized to perform this operation. Encoded authorization failure message: xyz",
+            PermissionDenied,
+            "may not call ec2:RunInstances",
+        ),
+        ("VcpuLimitExceeded", "You have requested more vCPU capacity than allowed", QuotaExceeded, "quota"),
+    ],
+)
+def test_permissions_and_quotas_stop_at_once_and_say_what_to_fix(
+    aws_credentials: None, code: str, message: str, error: type[Exception], named: str
+) -> None:
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnets={"us-east-1a": "s-1", "us-east-1b": "s-2"})
+    with Stubber(ec2) as stub:  # one answer: no retry, no other zone
+        stub.add_client_error("run_instances", code, message, http_status_code=400)
+        with pytest.raises(error, match=named):
+            fleet.launch(request())
+        stub.assert_no_pending_responses()
+
+
+def test_a_new_instance_profile_is_waited_for(aws_credentials: None) -> None:
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    waits: list[float] = []
+    fleet = Fleet(
+        ec2, templates={"spot": "lt-1"}, instance_profile_arn="arn:aws:iam::1:x", sleep=waits.append
+    )
+    propagating = (
+        "Value (arn:aws:iam::1:x) for parameter iamInstanceProfile.arn is invalid. Invalid IAM Instance "
+        "Profile ARN"
+    )
+    with Stubber(ec2) as stub:
+        stub.add_client_error("run_instances", "InvalidParameterValue", propagating, http_status_code=400)
+        stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
+        assert fleet.launch(request()) == "i-0abc"
+    assert waits == [3.0]

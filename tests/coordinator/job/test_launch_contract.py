@@ -6,10 +6,14 @@ import re
 
 from coordinator.job.launch_contract import (
     TAG_ATTEMPT,
+    TAG_BATCH_SIZE,
+    TAG_CHECKPOINT_EVERY,
+    TAG_HEARTBEAT_SECONDS,
     TAG_INPUT_KEY,
     TAG_JOB,
     TAG_MARKET,
     TAG_MAX_LIFETIME,
+    TAG_NOTICE_POLL_SECONDS,
     TAG_SEGMENT,
     TAG_START,
     TAG_STOP,
@@ -18,6 +22,8 @@ from coordinator.job.launch_contract import (
     worker_env,
 )
 from coordinator.paths import TERRAFORM_DIR
+from coordinator.stack.iam_documents import render
+from coordinator.stack.permissions import placeholder_arns, worker_job_policy
 from inference.layout import DATA_PREFIX, JOBS_PREFIX, job_prefix
 
 TEMPLATE = TERRAFORM_DIR / "modules" / "worker_templates" / "user_data.sh.tftpl"
@@ -57,10 +63,16 @@ def test_the_user_data_template_reads_the_same_tags_and_sets_the_same_variables(
         TAG_START,
         TAG_STOP,
         TAG_INPUT_KEY,
-        TAG_MAX_LIFETIME,
+        TAG_BATCH_SIZE,
+        TAG_CHECKPOINT_EVERY,
+        TAG_HEARTBEAT_SECONDS,
+        TAG_NOTICE_POLL_SECONDS,
     }
+    assert TAG_MAX_LIFETIME not in read  # the launch template's own tag; the script arms it from Terraform
     exported = set(re.findall(r"-e (SPOTBATCH_[A-Z_]+)=", template))
     assert set(worker_env(tags_for(REQUEST), bucket="b", instance_id="i")) <= exported
+    lifetime = template.index('shutdown -h "+${lifetime_minutes}"')
+    assert lifetime < template.index("curl") and lifetime < template.index("set -e")  # armed first
     assert (
         f"s3://${{bucket}}/{JOBS_PREFIX}$job" in template
     )  # the job's prefix, as inference/layout.py has it
@@ -72,3 +84,7 @@ def test_the_worker_role_grants_the_layout_prefixes() -> None:
         re.findall(r'variable "(data_prefix|jobs_prefix)" \{.*?default\s*=\s*"([^"]+)"', variables, re.S)
     )
     assert defaults == {"data_prefix": DATA_PREFIX, "jobs_prefix": JOBS_PREFIX}
+    arns = placeholder_arns()
+    job_policy = render(worker_job_policy(arns, "job-1"))
+    writes = [s for s in job_policy["Statement"] if "s3:PutObject" in s["Action"]]
+    assert [s["Resource"] for s in writes] == [f"arn:aws:s3:::{arns.bucket}/{job_prefix('job-1')}/*"]

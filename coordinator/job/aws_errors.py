@@ -1,0 +1,77 @@
+"""AWS errors that no retry can fix, told apart from the rest: a missing permission or a used-up quota.
+
+Throttling and 5xx are retried by the callers; a capacity error (no spot capacity in a zone, a price too
+low) is tried elsewhere or later; but access denied, `iam:PassRole` denied and a vCPU quota reached
+stop the job at once, with what to fix. AWS names the denied action in most messages ("... is not
+authorized to perform: iam:PassRole on resource ..."); EC2 hides it in an encoded message, so the action
+is then the call's own (`ec2:RunInstances`).
+
+Usage::
+
+    except ClientError as error:
+        raise_for_setup(error, "ec2", "the launch")      # PermissionDenied / QuotaExceeded, or returns
+"""
+
+from __future__ import annotations
+
+import re
+
+from botocore.exceptions import ClientError
+
+from coordinator.errors import PermissionDenied, QuotaExceeded
+
+PERMISSION_CODES = frozenset(
+    {
+        "UnauthorizedOperation",
+        "AccessDenied",
+        "AccessDeniedException",
+        "AuthFailure",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "SignatureDoesNotMatch",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "403",  # an error body the client could not parse (moto's XML answer to a JSON-protocol call)
+    }
+)
+CREDENTIAL_CODES = frozenset(
+    {"AuthFailure", "InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch"}
+    | {"ExpiredToken", "ExpiredTokenException"}
+)
+QUOTA_CODES = frozenset(
+    {"VcpuLimitExceeded", "MaxSpotInstanceCountExceeded", "InstanceLimitExceeded", "LimitExceeded"}
+)
+DENIED_ACTION = re.compile(r"not authorized to perform:? ([A-Za-z0-9-]+:[A-Za-z0-9*]+)")
+POLICY_HINT = "grant it in the coordinator's policy (`spotbatch policy`; docs/aws/coordinator-policy.json)"
+
+
+def error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def denied_action(error: ClientError, service: str) -> str:
+    found = DENIED_ACTION.search(str(error))
+    return found.group(1) if found else f"{service}:{error.operation_name}"
+
+
+def raise_for_setup(error: ClientError, service: str, doing: str) -> None:
+    """Raise `PermissionDenied` or `QuotaExceeded` for an error that is one; return for any other."""
+    code = error_code(error)
+    if code in PERMISSION_CODES:
+        action = denied_action(error, service)
+        if code in CREDENTIAL_CODES:
+            message = f"{doing}: {code}: the credentials are not valid here ({error})"
+        elif action == "iam:PassRole":
+            message = (
+                f"{doing}: {code}: iam:PassRole is denied: the coordinator may not hand the job's "
+                "worker role to EC2; allow iam:PassRole on the stack's role path to ec2.amazonaws.com "
+                f"({POLICY_HINT})"
+            )
+        else:
+            message = f"{doing}: {code}: the credentials may not call {action}; {POLICY_HINT}"
+        raise PermissionDenied(message, action) from None
+    if code in QUOTA_CODES:
+        raise QuotaExceeded(
+            f"{doing}: {code}: an account quota is used up ({error}); request more in Service Quotas, "
+            "or run fewer segments at once (--segments)"
+        ) from None
