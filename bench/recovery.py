@@ -2,7 +2,8 @@
 
     python -m bench.recovery [--interruptions 24] [--rows 10000]
 
-Real worker processes on a moto server, spot-only with 4 segments, time scale 1 (wall = cloud seconds).
+Real worker processes on the AWS stack applied to a moto server (each instance runs its rendered boot
+script), spot-only with 4 segments, time scale 1 (wall = cloud seconds).
 The model is a randomly initialised 12-layer, width-384 BERT built for the benchmark (predictions are
 meaningless; its speed, ~60 rows/s per core, keeps workers busy long enough for 24 interruptions in a run).
 Every 2 s an interruption is forced on a busy spot worker (one not already recovering), as a notice
@@ -30,9 +31,8 @@ from typing import Any
 
 from coordinator.build.model import build_tiny_model
 from coordinator.paths import default_dataset_path
-from coordinator.sim.emulator import MotoServer
+from coordinator.sim.emulator_stack import Infrastructure, emulator_infrastructure
 from coordinator.sim.matrix import run_matrix
-from coordinator.sim.quick_stack import make_stack
 from coordinator.sim.settings import SimulationSettings
 
 BATCH_LINE = re.compile(r"batch \d+/\d+ rows (\d+) ")
@@ -74,7 +74,15 @@ def measure(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def scenario(
-    stack: Any, out: Path, model: Path, dataset: Path, *, hard: bool, cycle: float, count: int, rows: int
+    stack: Infrastructure,
+    out: Path,
+    model: Path,
+    dataset: Path,
+    *,
+    hard: bool,
+    cycle: float,
+    count: int,
+    rows: int,
 ) -> list[dict[str, Any]]:
     spacing = 2.0  # wall seconds between forced interruptions (each on a segment that is not recovering)
     settings = SimulationSettings(
@@ -135,8 +143,7 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=10_000)
     args = parser.parse_args()
     results: dict[str, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory() as tmp, MotoServer(log_path=Path(tmp) / "moto.log") as server:
-        stack = make_stack(server.endpoint)
+    with tempfile.TemporaryDirectory() as tmp, emulator_infrastructure(Path(tmp) / "stack") as stack:
         model = Path(tmp) / "bench-bert"
         build_tiny_model(model, layers=12, width=384)
         for hard in (False, True):

@@ -2,11 +2,11 @@
 
     python -m bench.scale [--sizes 50,100,200,500] [--cycles 5]
 
-A moto server (its own process) holds the instances; a stub process (its own process) rewrites each
-segment's heartbeat every 2 s, as workers would. The coordinator runs in this process: one cycle launches
-every segment on spot (not measured), then `--cycles` monitoring cycles are measured with
-`time.process_time()` (this process's CPU only, not moto's or the stub's) and wall time. The baseline is
-the smallest size, measured in the same run; the growth per instance should stay flat (linear total).
+The AWS stack is applied to a moto server (its own process), which holds the instances; a stub process
+(its own process) rewrites each segment's heartbeat every 2 s, as workers would. The coordinator runs in
+this process: one cycle launches every segment on spot (not measured), then `--cycles` monitoring cycles
+are measured with `time.process_time()` (this process's CPU only, not moto's or the stub's) and wall time.
+The baseline is the smallest size, measured in the same run; the growth per instance should stay flat.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from coordinator.job.segments import plan_segments
 from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState
 from coordinator.policies.registry import make_policy
-from coordinator.sim.emulator import MotoServer, emulator_session
-from coordinator.sim.quick_stack import BUCKET, make_stack
+from coordinator.sim.emulator_stack import Infrastructure, emulator_infrastructure
+from coordinator.stack.target import AwsTarget
 from inference.heartbeat import Heartbeat
 from inference.layout import heartbeat_key, job_prefix
 from inference.storage import S3Store
@@ -40,27 +40,25 @@ from inference.storage import S3Store
 STUB_EVERY = 2.0  # seconds between a stub's heartbeats, the worker's default
 
 
-def heartbeat_stub(endpoint: str, env: dict[str, str], job_id: str, segments: list[str], stop: Any) -> None:
+def heartbeat_stub(target: AwsTarget, bucket: str, job_id: str, segments: list[str], stop: Any) -> None:
     """Every segment's heartbeat, `running`, for its first attempt, rewritten every STUB_EVERY seconds."""
-    s3 = emulator_session(env).client("s3", endpoint_url=endpoint)
+    s3 = target.client("s3")
     while not stop.is_set():
         for segment in segments:
             beat = Heartbeat(
                 segment, "stub", "spot", f"{job_id}/{segment}/1", 1_000, rows_done=10, ts=time.time()
             )
             s3.put_object(
-                Bucket=BUCKET,
+                Bucket=bucket,
                 Key=f"{job_prefix(job_id)}/{heartbeat_key(segment)}",
                 Body=json.dumps(asdict(beat)).encode(),
             )
         stop.wait(STUB_EVERY)
 
 
-def measure(stack: Any, size: int, cycles: int, tmp: Path) -> dict[str, float]:
-    env = stack.env
-    session = emulator_session(env)
-    ec2 = session.client("ec2", endpoint_url=stack.endpoint)
-    s3 = session.client("s3", endpoint_url=stack.endpoint)
+def measure(infra: Infrastructure, size: int, cycles: int, tmp: Path) -> dict[str, float]:
+    stack = infra.stack
+    ec2, s3 = infra.target.client("ec2"), infra.target.client("s3")
     job = f"scale-{size}"
     spec = JobSpec(
         job_id=job,
@@ -78,13 +76,9 @@ def measure(stack: Any, size: int, cycles: int, tmp: Path) -> dict[str, float]:
     controller = Controller(
         spec=spec,
         state=state,
-        store=S3Store(BUCKET, job_prefix(job), client=s3),
+        store=S3Store(stack.bucket, job_prefix(job), client=s3),
         policy=make_policy("spot-only"),
-        fleet=Fleet(
-            ec2,
-            templates={k: str(v) for k, v in stack.outputs["launch_template_ids"].items()},
-            subnet_id=None,
-        ),
+        fleet=Fleet(ec2, templates=stack.launch_template_ids, subnets=stack.subnet_ids),
         guard=BudgetGuard(1e9, tmp / f"{job}.spend.jsonl"),
         quotes=quotes_for(spec),
         clock=CloudClock(),
@@ -94,7 +88,7 @@ def measure(stack: Any, size: int, cycles: int, tmp: Path) -> dict[str, float]:
     launch_seconds = time.monotonic() - launch_started
     stop = multiprocessing.get_context("spawn").Event()
     stub = multiprocessing.get_context("spawn").Process(
-        target=heartbeat_stub, args=(str(stack.endpoint), env, job, [s.segment_id for s in segments], stop)
+        target=heartbeat_stub, args=(infra.target, stack.bucket, job, [s.segment_id for s in segments], stop)
     )
     stub.start()
     time.sleep(STUB_EVERY + size * 0.01)  # the first round of beats is in
@@ -130,10 +124,9 @@ def main() -> int:
     )  # not a line per instance when each size is torn down
     sizes = [int(s) for s in args.sizes.split(",")]
     results = []
-    with tempfile.TemporaryDirectory() as tmp, MotoServer(log_path=Path(tmp) / "moto.log") as server:
-        stack = make_stack(server.endpoint)
+    with tempfile.TemporaryDirectory() as tmp, emulator_infrastructure(Path(tmp) / "stack") as infra:
         for size in sizes:
-            result = measure(stack, size, args.cycles, Path(tmp))
+            result = measure(infra, size, args.cycles, Path(tmp))
             results.append(result)
             print(
                 f"{size:>4} instances: coordinator CPU per cycle {result['cpu_s'] * 1000:7.1f} ms "

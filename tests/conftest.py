@@ -5,12 +5,16 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
 
 from coordinator.build.model import build_tiny_model
 from inference.dataset import write_dataset
+
+if TYPE_CHECKING:
+    from coordinator.sim.emulator_stack import Infrastructure
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -149,3 +153,16 @@ def terraform_ready() -> None:
             "no hashicorp/aws provider mirror found (set SPOTBATCH_TF_PLUGIN_MIRROR); the registry is "
             "unreachable offline"
         )
+
+
+@pytest.fixture(scope="session")
+def deployed_stack(
+    tmp_path_factory: pytest.TempPathFactory, terraform_ready: None
+) -> Iterator[Infrastructure]:
+    """The AWS stack (terraform/stacks/aws), applied once per session to a moto server of its own, the way
+    `make simulate` applies it: the image pushed, the launch templates rendered. Tests give their jobs
+    unique ids; the stack is destroyed at the end of the session."""
+    from coordinator.sim.emulator_stack import emulator_infrastructure
+
+    with emulator_infrastructure(tmp_path_factory.mktemp("stack")) as infra:
+        yield infra

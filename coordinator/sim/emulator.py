@@ -3,61 +3,39 @@
 Usage::
 
     with MotoServer() as aws:          # free port, health-checked
-        env = aws.client_env()         # endpoint + fake credentials for terraform, boto3 and workers
+        target = aws.target()          # AwsTarget: loopback endpoint, the emulator's own credentials
+        set_iam_enforcement(aws.endpoint, True)   # moto checks IAM policies from now on
         ...                            # stopped on exit, on an exception and on Ctrl-C
-
-`require_loopback` refuses an endpoint that is not on this machine: the emulator stack and its fake
-credentials never talk to anything else.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-from urllib.parse import urlparse
 
 import requests
 
 from coordinator.errors import EmulatorError
+from coordinator.stack.target import AwsTarget, require_loopback
 
 READY_TIMEOUT_SECONDS = 30.0  # moto is ready in about 1 s; a cold import on a busy machine takes longer
 STOP_GRACE_SECONDS = 5.0
-FAKE_CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-}
 
 
-def emulator_session(env: Mapping[str, str]) -> Any:
-    """A boto3 session on an emulator's credentials from `env` (fake ones: never the user's own)."""
-    import boto3
-
-    return boto3.session.Session(
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=env.get("AWS_SESSION_TOKEN"),
-        region_name=env.get("AWS_DEFAULT_REGION", "us-east-1"),
-    )
-
-
-def require_loopback(endpoint: str) -> None:
-    host = urlparse(endpoint).hostname or ""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        raise EmulatorError(f"refusing emulator endpoint {endpoint!r}: only 127.0.0.0/8, ::1 or localhost")
+def set_iam_enforcement(endpoint: str, enforced: bool) -> None:
+    """moto checks every request against the caller's IAM policies from now on (`enforced`), or none.
+    (moto's `INITIAL_NO_AUTH_ACTION_COUNT`, reset through its API: 0 = from the next request.)"""
+    count = "0" if enforced else "inf"
+    answer = requests.post(f"{require_loopback(endpoint)}/moto-api/reset-auth", data=count, timeout=10)
+    if answer.status_code != 200:
+        what = "enforce" if enforced else "stop enforcing"
+        raise EmulatorError(f"moto refused to {what} IAM: {answer.text}")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -75,9 +53,9 @@ class MotoServer:
         region: str = "us-east-1",
         log_path: Path | None = None,
     ) -> None:
-        require_loopback(f"http://{host}")
         self.host = host
         self.port = port or free_port(host)
+        require_loopback(self.endpoint)
         self.region = region
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
@@ -86,13 +64,8 @@ class MotoServer:
     def endpoint(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def client_env(self) -> dict[str, str]:
-        return {
-            "AWS_ENDPOINT_URL": self.endpoint,
-            "AWS_DEFAULT_REGION": self.region,
-            "AWS_REGION": self.region,
-            **FAKE_CREDENTIALS,
-        }
+    def target(self) -> AwsTarget:
+        return AwsTarget.emulator(self.endpoint, self.region)
 
     def start(self) -> MotoServer:
         if self.log_path:

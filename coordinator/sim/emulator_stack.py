@@ -1,34 +1,64 @@
-"""Simulator only: the stack on the embedded AWS (moto, or LocalStack where one runs), up and torn down.
+"""Simulator only: the spotbatch stack on the embedded AWS (moto, or LocalStack where one runs).
+
+The stack applied here is `terraform/stacks/aws`, the one `make apply-real` applies, with the emulator's
+endpoint and credentials as variables. What a real user does by hand happens here in order:
+
+1. the simulator's own identity: an administrator user made in the emulator (its credentials, not the fake
+   bootstrap pair, are used from then on, so the emulator can enforce IAM and the simulator still works);
+   the worker roles trust it, since it plays EC2 handing the roles to instances;
+2. the stack applied without a worker image (no launch templates yet), as on a fresh account;
+3. the worker image pushed to the stack's repository (`image.py`: its manifest, named by digest);
+4. the stack applied again with the image: the launch templates, with the rendered boot script.
 
 Usage::
 
     with emulator_infrastructure(state_dir) as infra:   # moto up, stack applied; destroyed and stopped after
-        infra.outputs["launch_template_ids"]["spot"]
+        infra.stack.launch_template_ids["spot"], infra.target.client("ec2")
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from coordinator.errors import InfraError
-from coordinator.sim.emulator import MotoServer, require_loopback
-from coordinator.stack.real_aws import STACKS_DIR
-from coordinator.stack.terraform import Terraform
+from coordinator.sim.emulator import MotoServer
+from coordinator.sim.image import publish_image
+from coordinator.stack.deployment import Deployment, StackSettings
+from coordinator.stack.outputs import StackOutputs
+from coordinator.stack.target import AwsTarget, require_loopback
 
 LOCALSTACK_DEFAULT_ENDPOINT = "http://localhost:4566"
+SIMULATOR_USER = "spotbatch-simulator"
+SIMULATOR_BUCKET = "spotbatch-simulated"
+EVERYTHING = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
 
 
 @dataclass(slots=True)
 class Infrastructure:
-    endpoint: str
+    target: AwsTarget  # the simulator's own identity in the emulator (an administrator)
     outputs: dict[str, Any]
-    env: dict[str, str]  # what terraform, boto3 and workers need (endpoint, credentials, region)
+    state_dir: Path
+    admin_arn: str
     timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def endpoint(self) -> str:
+        return str(self.target.endpoint)
+
+    @property
+    def stack(self) -> StackOutputs:
+        return StackOutputs.from_dict(self.outputs, "the emulator stack")
+
+    def save_outputs(self, path: Path) -> Path:
+        """The outputs as `terraform output -json` would print them, for `spotbatch run --outputs`."""
+        path.write_text(json.dumps({k: {"value": v} for k, v in self.outputs.items()}, indent=2) + "\n")
+        return path
 
 
 def localstack_endpoint() -> str:
@@ -40,43 +70,64 @@ def localstack_endpoint() -> str:
     except ImportError:
         host = os.environ.get("LOCALSTACK_HOST", "localhost:4566")
         url = f"http://{host}"
-    require_loopback(url)
-    return url
+    return require_loopback(url)
 
 
-def _apply_emulator_stack(
-    endpoint: str, env: Mapping[str, str], state_dir: Path
-) -> tuple[Terraform, dict[str, Any]]:
-    require_loopback(endpoint)
-    tf = Terraform.discover(STACKS_DIR / "emulator", state_dir=state_dir, extra_env=env)
-    tf.init()
-    tf.apply({"endpoint": endpoint})
-    return tf, tf.output()
+def simulator_identity(bootstrap: AwsTarget) -> tuple[AwsTarget, str]:
+    """An administrator user in the emulator, made with the bootstrap credentials; its target and ARN."""
+    iam = bootstrap.client("iam")
+    arn = iam.create_user(UserName=SIMULATOR_USER)["User"]["Arn"]
+    everything = json.dumps(EVERYTHING)
+    iam.put_user_policy(UserName=SIMULATOR_USER, PolicyName="everything", PolicyDocument=everything)
+    key = iam.create_access_key(UserName=SIMULATOR_USER)["AccessKey"]
+    return bootstrap.with_credentials(key["AccessKeyId"], key["SecretAccessKey"]), str(arn)
+
+
+def deploy(
+    admin: AwsTarget, admin_arn: str, state_dir: Path, settings: StackSettings
+) -> tuple[Deployment, dict[str, Any]]:
+    """Apply without an image, push the image, apply with it (what `make apply-real` + `image-push` do)."""
+    deployment = Deployment(state_dir, admin)
+    variables = {
+        **settings.variables(admin),
+        "force_destroy": True,  # simulated buckets and images go with the stack
+        "worker_trusted_principals": [admin_arn],
+    }
+    first = deployment.apply(variables)
+    reference = publish_image(admin.client("ecr"), str(first["repository_url"]))
+    return deployment, deployment.apply({**variables, "worker_image": reference})
 
 
 @contextmanager
-def emulator_infrastructure(state_dir: Path, *, target: str = "moto") -> Iterator[Infrastructure]:
-    """Bring the emulator stack up; on exit (Ctrl-C included) destroy it and stop the emulator."""
+def stack_on(bootstrap: AwsTarget, state_dir: Path, settings: StackSettings) -> Iterator[Infrastructure]:
+    admin, admin_arn = simulator_identity(bootstrap)
+    deployment, outputs = deploy(admin, admin_arn, state_dir, settings)
+    try:
+        yield Infrastructure(admin, outputs, state_dir, admin_arn, deployment.tf.timings)
+    finally:
+        deployment.destroy()
+
+
+@contextmanager
+def emulator_infrastructure(
+    state_dir: Path,
+    *,
+    target: str = "moto",
+    settings: StackSettings | None = None,
+    region: str = "us-east-1",
+) -> Iterator[Infrastructure]:
+    """Bring the stack up on the emulator; on exit (Ctrl-C included) destroy it and stop the emulator."""
+    settings = settings or StackSettings(bucket_name=SIMULATOR_BUCKET)
+    state_dir.mkdir(parents=True, exist_ok=True)
     if target == "localstack":
-        endpoint = localstack_endpoint()
-        env = {
-            "AWS_ENDPOINT_URL": endpoint,
-            "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }
-        tf, outputs = _apply_emulator_stack(endpoint, env, state_dir)
-        try:
-            yield Infrastructure(endpoint, outputs, env, tf.timings)
-        finally:
-            tf.destroy({"endpoint": endpoint})
+        bootstrap = AwsTarget.emulator(localstack_endpoint(), region, ("test", "test"))
+        with stack_on(bootstrap, state_dir, settings) as infra:
+            yield infra
         return
     if target != "moto":
         raise InfraError(f"unknown emulator target {target!r}: use moto or localstack")
-    with MotoServer(log_path=state_dir / "moto.log") as aws:
-        env = aws.client_env()
-        tf, outputs = _apply_emulator_stack(aws.endpoint, env, state_dir)
-        try:
-            yield Infrastructure(aws.endpoint, outputs, env, tf.timings)
-        finally:
-            tf.destroy({"endpoint": aws.endpoint})
+    with (
+        MotoServer(log_path=state_dir / "moto.log", region=region) as aws,
+        stack_on(aws.target(), state_dir, settings) as infra,
+    ):
+        yield infra

@@ -1,26 +1,36 @@
-"""Simulator only: the machines behind moto's instances.
+"""Simulator only: the machines behind moto's instances, booted by the user-data Terraform rendered.
 
-moto keeps instance records but runs nothing. This runtime watches `describe_instances` and plays the part
-of each instance's operating system, as the launch template's user-data describes it:
+moto keeps instance records but runs nothing. This runtime watches them and plays each instance's machine:
 
-- an instance of the project that moto reports `running` boots a local worker process, with the env that
-  user-data builds from the instance's tags (input, row range, segment, attempt, market, bucket, model);
-- when the worker exits (done, drained, failed), the instance shuts itself down, which terminates it
-  (`instance_initiated_shutdown_behavior = terminate`): the runtime terminates it in moto;
-- an instance terminated by someone else (the coordinator, the injector) loses its process: SIGTERM, as an
-  OS shutdown does, then SIGKILL after `kill_grace` wall seconds.
+- an instance of the project that moto reports `running` boots: the runtime reads the instance's user-data
+  back from EC2 (`DescribeInstanceAttribute userData`: the launch template's rendered boot script) and runs
+  it under bash, with the stand-ins of `standins.py` first on its PATH (docker, shutdown, dnf), the
+  metadata service at `AWS_EC2_METADATA_SERVICE_ENDPOINT` serving its tags and its role's credentials;
+- the script's `docker pull` fetches the image's manifest from ECR with the instance role's credentials;
+  its `docker run` starts the worker process (`worker_boot.py`) with the container's environment, the
+  image's model path mapped to the model built here, its output shipped to CloudWatch Logs (`awslogs.py`);
+- `shutdown -h +N` powers the machine off N cloud minutes later, `shutdown -h now` at once: the instance
+  terminates (shutdown behaviour = terminate); an instance terminated by someone else (the coordinator,
+  the injector) loses its processes: SIGTERM, as an OS shutdown does, then SIGKILL after `kill_grace`.
 
 Usage::
 
-    with InstanceRuntime(ec2, settings, imds=imds, log_dir=run_dir / "workers") as runtime:
-        ...                                  # the coordinator launches instances; workers appear
+    with InstanceRuntime(admin_target, MachineImage(files={IMAGE_MODEL_DIR: "build/models/x"}),
+                         imds=imds, log_dir=run_dir / "workers", clock=clock) as runtime:
+        ...                                  # the coordinator launches instances; machines boot
         runtime.kill("i-0abc", hard=True)    # what the injector does at the end of a notice's grace
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import logging
+import os
+import shutil
 import signal
+import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,98 +38,86 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from coordinator.job.clock import CloudClock
 from coordinator.job.instances import list_instances
-from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_SEGMENT, worker_env
+from coordinator.job.launch_contract import TAG_SEGMENT
+from coordinator.sim.awslogs import LogShipper
+from coordinator.sim.host_agent import HostAgent, Reply
+from coordinator.sim.machine import MachineImage, RoleSession, container_env, pull_image
 from coordinator.sim.metadata_server import MetadataServer
+from coordinator.sim.standins import MACHINE_ENV, SOCKET_ENV
+from coordinator.sim.standins import install as install_standins
 from coordinator.sim.worker_boot import BootMode, WorkerHandle, WorkerLauncher
-from inference.interruption import METADATA_ENDPOINT_ENV
+from coordinator.stack.target import AwsTarget
 
 POLL_SECONDS = 0.5  # how often the runtime looks at moto: boots and kills lag by at most this (wall)
 KILL_GRACE_SECONDS = 2.0  # SIGTERM, then SIGKILL: a worker drains one batch in well under this
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WorkerSettings:
-    """What the launch template's user-data passes to every worker (see worker_templates/user_data.sh)."""
-
-    bucket: str
-    model: str
-    aws_env: dict[str, str]  # endpoint and credentials of the emulator, region
-    batch_size: int = 64
-    checkpoint_every: int = 50
-    heartbeat_every: float = 1.0
-    notice_poll_every: float = 0.25
-    threads: int = 1  # each simulated instance gets a share of the host's cores, not all of them
-    extra_env: dict[str, str] = field(default_factory=dict)
-
-    def env_for(self, instance_id: str, tags: dict[str, str]) -> dict[str, str]:
-        return {
-            **self.aws_env,
-            **worker_env(tags, bucket=self.bucket, instance_id=instance_id),
-            "SPOTBATCH_MODEL": self.model,
-            "SPOTBATCH_BATCH_SIZE": str(self.batch_size),
-            "SPOTBATCH_CHECKPOINT_EVERY": str(self.checkpoint_every),
-            "SPOTBATCH_HEARTBEAT_EVERY": str(self.heartbeat_every),
-            "SPOTBATCH_NOTICE_POLL_EVERY": str(self.notice_poll_every),
-            "SPOTBATCH_THREADS": str(self.threads),
-            **self.extra_env,
-        }
-
-
 @dataclass(slots=True)
 class SimulatedInstance:
     instance_id: str
     tags: dict[str, str]
-    worker: WorkerHandle
     booted_at: float  # wall clock
-    exit_code: int | None = None
+    role: RoleSession | None
+    script: subprocess.Popen[bytes] | None = None
+    worker: WorkerHandle | None = None
+    pulled: set[str] = field(default_factory=set)
+    exit_code: int | None = None  # the worker's
     killed: str = ""  # "", "SIGTERM", "SIGKILL"
+    power_off: threading.Timer | None = None
+    shutdowns: list[float] = field(default_factory=list)  # `shutdown` calls, minutes from then (0: now)
+    gone: bool = False
 
 
 class InstanceRuntime:
     def __init__(
         self,
-        ec2: Any,
-        settings: WorkerSettings,
+        target: AwsTarget,
+        image: MachineImage,
         *,
         imds: MetadataServer,
         log_dir: Path,
+        clock: CloudClock,
         boot: BootMode = "fork",
         kill_grace: float = KILL_GRACE_SECONDS,
         poll_every: float = POLL_SECONDS,
         job_id: str | None = None,
     ) -> None:
-        self.ec2 = ec2
-        self.settings = settings
-        self.imds = imds
-        self.log_dir = log_dir
-        self.kill_grace = kill_grace
-        self.poll_every = poll_every
-        self.job_id = job_id
+        self.target, self.image, self.imds, self.log_dir, self.clock = target, image, imds, log_dir, clock
+        self.kill_grace, self.poll_every, self.job_id = kill_grace, poll_every, job_id
+        self.ec2 = target.client("ec2")
         self.launcher = WorkerLauncher(boot)
         self.instances: dict[str, SimulatedInstance] = {}
         self.lock = threading.RLock()
+        self.errors: list[str] = []
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="instance-runtime", daemon=True)
-        self.errors: list[str] = []
+        self._home = Path(tempfile.mkdtemp(prefix="spotbatch-sim-"))  # short: a unix socket path is < 108
+        self._agent = HostAgent(self._home / "agent.sock", self)
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
     def start(self) -> InstanceRuntime:
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        install_standins(self._home / "bin")
+        self._agent.__enter__()
         self._thread.start()
         return self
 
     def close(self) -> None:
-        """Stop watching, then stop every worker still running (SIGTERM, SIGKILL after the grace)."""
+        """Stop watching, then power off every machine still up (workers: SIGTERM, SIGKILL after grace)."""
         self._closed.set()
         if self._thread.is_alive():
             self._thread.join()
         with self.lock:
-            running = [i for i in self.instances.values() if i.exit_code is None]
-        for instance in running:
-            self._stop_worker(instance, hard=False)
+            up = [i for i in self.instances.values() if not i.gone]
+        for instance in up:
+            self._power_off(instance, hard=False)
+        self._agent.__exit__(None, None, None)
+        self.errors += self._agent.errors
+        shutil.rmtree(self._home, ignore_errors=True)
 
     def __enter__(self) -> InstanceRuntime:
         return self.start()
@@ -132,15 +130,16 @@ class InstanceRuntime:
     # -- what the injector and tests use ---------------------------------------------------------------------
 
     def running(self) -> dict[str, SimulatedInstance]:
+        """Machines that are up (booting, or running their worker)."""
         with self.lock:
-            return {k: v for k, v in self.instances.items() if v.exit_code is None}
+            return {k: v for k, v in self.instances.items() if not v.gone}
 
     def kill(self, instance_id: str, *, hard: bool) -> None:
-        """Signal an instance's worker: SIGKILL now (`hard`), or SIGTERM then SIGKILL after the grace."""
+        """Power a machine off: its worker gets SIGKILL now (`hard`), or SIGTERM then SIGKILL after grace."""
         with self.lock:
             instance = self.instances.get(instance_id)
         if instance is not None:
-            self._stop_worker(instance, hard=hard)
+            self._power_off(instance, hard=hard)
 
     # -- the loop --------------------------------------------------------------------------------------------
 
@@ -153,45 +152,149 @@ class InstanceRuntime:
                 log.warning("instance runtime: %s", error)
 
     def step(self) -> None:
-        """One look at moto: boot new instances, stop the processes of gone ones, shut down finished ones."""
+        """One look at moto: boot the new instances, power off the machines of terminated ones."""
         listed = list_instances(self.ec2.describe_instances, job_id=self.job_id)
         for instance_id, info in listed.items():
             with self.lock:
                 known = self.instances.get(instance_id)
-            if known is None and info.state == "running" and info.segment:
+            if known is None and info.state == "running":  # EC2 boots whatever was launched
                 self._boot(instance_id, info.tags)
-            elif known is not None and known.exit_code is None and not info.alive:
-                threading.Thread(target=self._stop_worker, args=(known, False), daemon=True).start()
-        with self.lock:
-            instances = list(self.instances.values())
-        for instance in instances:
-            if instance.exit_code is None:
-                code = instance.worker.exit_code()
-                if code is not None:
-                    instance.exit_code = code
-                    still = listed.get(instance.instance_id)
-                    if still is not None and still.alive:  # user-data's last line: shutdown -h now
-                        self.ec2.terminate_instances(InstanceIds=[instance.instance_id])
+            elif known is not None and not known.gone and not info.alive:
+                threading.Thread(target=self._power_off, args=(known, False), daemon=True).start()
 
     def _boot(self, instance_id: str, tags: dict[str, str]) -> None:
-        env = self.settings.env_for(instance_id, tags)
-        env[METADATA_ENDPOINT_ENV] = self.imds.endpoint_for(instance_id)
-        log_path = self.log_dir / f"{tags[TAG_SEGMENT]}.{instance_id}.log"
-        worker = self.launcher.start(env, log_path)
+        attribute = self.ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
+        script = base64.b64decode(attribute.get("UserData", {}).get("Value", "")).decode("utf-8")
+        role = RoleSession.of_instance(self.target, self.ec2, instance_id)
+        self.imds.register(
+            instance_id,
+            tags,
+            role_name=role.name if role else "",
+            role_credentials=role.credentials if role else None,
+        )
+        home = self.log_dir / "machines" / instance_id
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "user-data.sh").write_text(script, encoding="utf-8")
+        env = {
+            "PATH": f"{self._home / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "HOME": str(home),
+            "LANG": "C.UTF-8",
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT": self.imds.endpoint_for(instance_id),
+            SOCKET_ENV: str(self._agent.path),
+            MACHINE_ENV: instance_id,
+            **({"AWS_ENDPOINT_URL": self.target.endpoint} if self.target.endpoint else {}),
+        }
+        instance = SimulatedInstance(instance_id, tags, time.time(), role)
         with self.lock:
-            self.instances[instance_id] = SimulatedInstance(instance_id, tags, worker, time.time())
-        log.debug("booted %s for %s (pid %s)", instance_id, tags.get(TAG_ATTEMPT), worker.pid)
+            self.instances[instance_id] = instance
+        with open(home / "cloud-init-output.log", "ab") as output:
+            instance.script = subprocess.Popen(
+                ["bash", str(home / "user-data.sh")],
+                env=env,
+                cwd=home,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        log.debug("booted %s for %s", instance_id, tags.get(TAG_SEGMENT))
 
-    def _stop_worker(self, instance: SimulatedInstance, hard: bool) -> None:
-        if hard:
-            instance.worker.signal(signal.SIGKILL)
-            instance.killed = "SIGKILL"
-        else:
-            instance.worker.signal(signal.SIGTERM)
-            instance.killed = instance.killed or "SIGTERM"
-            if instance.worker.wait(self.kill_grace) is None:
-                instance.worker.signal(signal.SIGKILL)
-                instance.killed = "SIGKILL"
-        code = instance.worker.wait(self.kill_grace)
+    # -- what the stand-ins ask (host agent threads) ---------------------------------------------------------
+
+    def _machine(self, machine: str) -> SimulatedInstance:
         with self.lock:
+            instance = self.instances.get(machine)
+        if instance is None or instance.gone:
+            raise RuntimeError(f"machine {machine} is not up")
+        return instance
+
+    def pull(self, machine: str, image: str) -> str:
+        instance = self._machine(machine)
+        if instance.role is None:
+            raise RuntimeError(f"pull access denied for {image}: no instance profile, no credentials")
+        status = pull_image(instance.role, image)
+        instance.pulled.add(image)
+        return status
+
+    def run(self, machine: str, request: dict[str, Any], started: Reply) -> int:
+        instance = self._machine(machine)
+        image = str(request["image"])
+        if image not in instance.pulled:  # docker run pulls what it does not have
+            self.pull(machine, image)
+        segment = instance.tags.get(TAG_SEGMENT, "segment")
+        log_path = self.log_dir / f"{segment}.{machine}.log"
+        shipper = None
+        if request.get("log_driver") == "awslogs" and instance.role is not None:
+            options = request.get("log_opts", {})
+            shipper = LogShipper(
+                instance.role.client("logs", options.get("awslogs-region")),
+                group=str(options["awslogs-group"]),
+                stream=str(options["awslogs-stream"]),
+                path=log_path,
+            )
+        with self.lock:  # a machine powered off meanwhile must not get a worker nobody stops
+            if instance.gone:
+                raise RuntimeError(f"machine {machine} powered off")
+            env = container_env(
+                self.image, request, home=str(self.log_dir / "machines" / machine), hostname=machine
+            )
+            worker = self.launcher.start(env, log_path)
+            instance.worker = worker
+        started({"status": f"started {worker.pid}"})
+        if shipper is not None:
+            shipper.start()
+        try:
+            code = worker.wait(float("inf"))
+        finally:
+            if shipper is not None:
+                shipper.close()
+        with self.lock:
+            instance.exit_code = code
+        return code if code is not None else -9
+
+    def shutdown(self, machine: str, minutes: float | None) -> None:
+        instance = self._machine(machine)
+        if minutes is not None:
+            instance.shutdowns.append(minutes)
+        if instance.power_off is not None:
+            instance.power_off.cancel()
+            instance.power_off = None
+        if minutes is None:
+            return
+        if minutes <= 0:
+            self._terminate(machine)
+            return
+        timer = threading.Timer(self.clock.wall(minutes * 60), self._terminate, args=(machine,))
+        timer.daemon = True
+        instance.power_off = timer
+        timer.start()
+
+    def _terminate(self, machine: str) -> None:
+        """The machine powered itself off: EC2 terminates the instance (the loop stops its processes)."""
+        try:
+            self.ec2.terminate_instances(InstanceIds=[machine])
+        except Exception as error:  # already gone: the coordinator got there first
+            log.debug("terminate %s: %s", machine, error)
+
+    # -- powering off ----------------------------------------------------------------------------------------
+
+    def _power_off(self, instance: SimulatedInstance, hard: bool) -> None:
+        with self.lock:
+            if instance.gone:
+                return
+            instance.gone = True
+        if instance.power_off is not None:
+            instance.power_off.cancel()
+        worker = instance.worker
+        if worker is not None and worker.exit_code() is None:
+            worker.signal(signal.SIGKILL if hard else signal.SIGTERM)
+            instance.killed = "SIGKILL" if hard else "SIGTERM"
+            if not hard and worker.wait(self.kill_grace) is None:
+                worker.signal(signal.SIGKILL)
+                instance.killed = "SIGKILL"
+            code = worker.wait(self.kill_grace)
             instance.exit_code = code if code is not None else -9
+        if instance.script is not None and instance.script.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(instance.script.pid, signal.SIGKILL)
+            instance.script.wait(self.kill_grace)

@@ -3,7 +3,7 @@
 Emulator up and stack applied (moto + Terraform), the dataset uploaded to the stack's bucket, then for
 each configuration (on-demand, spot-only, hybrid) N runs of the same job, each with its own job id and
 run folder: the coordinator (`jobs.run_job`, the code a real run uses) launches from the templates through
-a fault-injecting proxy; the instance runtime boots a worker process per running instance; the injector
+a fault-injecting proxy; the instance runtime boots each running instance from its user-data; the injector
 interrupts spot instances (random model or a replayed trace) with a notice, then terminate and kill. At the
 end the project's instances are re-listed (none may be alive), the stack destroyed and moto stopped.
 
@@ -24,18 +24,17 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-from botocore.config import Config
 
 from coordinator.cost.budget import BudgetGuard
 from coordinator.errors import SimulationError
 from coordinator.job.instances import list_instances
 from coordinator.job.status import SegmentStatus
-from coordinator.sim.emulator import emulator_session
-from coordinator.sim.emulator_stack import Infrastructure, emulator_infrastructure
+from coordinator.sim.emulator_stack import SIMULATOR_BUCKET, Infrastructure, emulator_infrastructure
 from coordinator.sim.fault_proxy import FaultProxy
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.one_run import Lab, one_run
 from coordinator.sim.settings import CONFIGURATIONS, DATASET_KEY, SimulatedRun, SimulationSettings
+from coordinator.stack.deployment import StackSettings
 from coordinator.whatif.traces import AvailabilityTrace
 from inference.dataset import write_dataset
 
@@ -81,7 +80,8 @@ def simulate(
     settings.out_dir.mkdir(parents=True, exist_ok=True)
     _write_record(settings, None)
     started = time.monotonic()
-    with emulator_infrastructure(settings.out_dir / "terraform") as infra:
+    stack = StackSettings(bucket_name=SIMULATOR_BUCKET, instance_type=settings.instance_type)
+    with emulator_infrastructure(settings.out_dir / "terraform", settings=stack) as infra:
         results = run_matrix(settings, infra, on_run=on_run, on_cycle=on_cycle)
     _write_record(
         settings,
@@ -102,7 +102,7 @@ def run_matrix(
     on_run: Callable[[str, int, int], None] | None = None,
     on_cycle: Callable[[list[SegmentStatus]], None] | None = None,
 ) -> list[SimulatedRun]:
-    """The runs of the matrix on a deployed stack (outputs: bucket, launch_template_ids, subnet_id)."""
+    """The runs of the matrix on a deployed stack."""
     trace = (
         AvailabilityTrace.load(settings.trace, one_means=settings.trace_one_means) if settings.trace else None
     )
@@ -110,10 +110,9 @@ def run_matrix(
     guard = BudgetGuard(settings.budget_usd, settings.spend_log or settings.out_dir / "spend_log.jsonl")
     plan = matrix(settings)
     results: list[SimulatedRun] = []
-    aws = emulator_session(infra.env)
-    direct_ec2 = aws.client("ec2", endpoint_url=infra.endpoint)
-    s3 = aws.client("s3", endpoint_url=infra.endpoint, config=Config(s3={"addressing_style": "path"}))
-    upload_dataset(s3, str(infra.outputs["bucket"]), settings.dataset, settings.rows)
+    direct_ec2 = infra.target.client("ec2")
+    s3 = infra.target.client("s3")
+    upload_dataset(s3, infra.stack.bucket, settings.dataset, settings.rows)
     with MetadataServer() as imds, FaultProxy(str(infra.endpoint)) as proxy:
         lab = Lab(settings, infra, direct_ec2, s3, proxy, imds, guard, trace)
         for number, (name, config) in enumerate(plan, start=1):

@@ -1,9 +1,10 @@
 """Simulator only: one run of the matrix, the coordinator's real code against simulated instances.
 
 The coordinator (`job.runner.run_job`, the code a real run uses) launches from the stack's templates through
-the fault proxy; the instance runtime boots a worker process per running instance; the injector interrupts
-spot instances (random model or a replayed trace) with a notice, then terminate and kill. Afterwards no
-worker may be running, and the run's ledger goes to MLflow.
+the fault proxy; the instance runtime boots each running instance by running its rendered user-data, which
+pulls the image and starts the worker; the injector interrupts spot instances (random model or a replayed
+trace) with a notice, then terminate and kill. Afterwards no machine may be up, and the run's ledger goes
+to MLflow.
 
 Usage::
 
@@ -18,21 +19,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.config import Config
-
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_ledger
 from coordinator.errors import SimulationError
 from coordinator.job.clock import CloudClock
-from coordinator.job.launch_contract import TAG_SEGMENT
+from coordinator.job.launch_contract import TAG_SEGMENT, WorkerTuning
 from coordinator.job.runner import CloudTarget, RunResult, run_job
 from coordinator.job.spec import JobSpec
 from coordinator.job.status import SegmentStatus
-from coordinator.sim.emulator import emulator_session
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
+from coordinator.sim.image import IMAGE_MODEL_DIR
 from coordinator.sim.injector import InterruptionInjector, RandomInterruptions, TraceReplay
-from coordinator.sim.instance_runtime import InstanceRuntime, WorkerSettings
+from coordinator.sim.instance_runtime import InstanceRuntime
+from coordinator.sim.machine import MachineImage
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.settings import (
     BOOT_TIMEOUT,
@@ -45,6 +45,7 @@ from coordinator.sim.settings import (
     SimulatedRun,
     SimulationSettings,
 )
+from coordinator.stack.target import AwsTarget
 from coordinator.whatif.traces import AvailabilityTrace
 
 OnCycle = Callable[[list[SegmentStatus]], None]
@@ -65,14 +66,13 @@ class Lab:
 
     @property
     def templates(self) -> dict[str, str]:
-        return {k: str(v) for k, v in self.infra.outputs["launch_template_ids"].items()}
+        return self.infra.stack.launch_template_ids
 
 
-def ec2_client(env: dict[str, str], endpoint: str) -> Any:
-    """The coordinator's EC2 client: botocore's own retries off, so the fleet's retries are the only ones."""
-    return emulator_session(env).client(
-        "ec2", endpoint_url=endpoint, config=Config(retries={"total_max_attempts": 1, "mode": "standard"})
-    )
+def ec2_through(proxy: FaultProxy, admin: AwsTarget) -> Any:
+    """The coordinator's EC2 client, through the fault proxy; botocore's own retries off, so the fleet's
+    retries are the only ones."""
+    return AwsTarget.emulator(proxy.endpoint, admin.region, admin.credentials).client("ec2", max_attempts=1)
 
 
 def one_run(
@@ -83,14 +83,14 @@ def one_run(
     job_id = f"{settings.out_dir.name}-{name}"
     clock = CloudClock(scale=settings.time_scale)
     model = _interruption_model(lab, name)
-    worker_settings = _worker_settings(lab)
     _arm_faults(lab)
     with (
         InstanceRuntime(
-            lab.direct_ec2,
-            worker_settings,
+            lab.infra.target,
+            MachineImage(files={IMAGE_MODEL_DIR: str(settings.model.resolve())}),
             imds=lab.imds,
             log_dir=run_dir / "workers",
+            clock=clock,
             boot=settings.boot,
             job_id=job_id,
         ) as runtime,
@@ -109,8 +109,17 @@ def one_run(
         )
         try:
             result = run_job(
-                _job_spec(settings, job_id, config, deadline),
-                cloud=_cloud_target(lab, worker_settings.bucket),
+                _job_spec(
+                    settings,
+                    job_id,
+                    config,
+                    deadline,
+                    region=lab.infra.target.region,
+                    instance_type=lab.infra.stack.instance_type,
+                ),
+                cloud=CloudTarget.connect(
+                    lab.infra.target, lab.infra.stack, ec2=ec2_through(lab.proxy, lab.infra.target)
+                ),
                 guard=lab.guard,
                 clock=clock,
                 run_dir=run_dir,
@@ -122,20 +131,10 @@ def one_run(
             lab.proxy.rules.clear()
     if runtime.running():
         running = sorted(runtime.running())
-        raise SimulationError(f"{name}: worker processes still running after the run: {running}")
+        raise SimulationError(f"{name}: machines still up after the run: {running}")
     _log_to_mlflow(settings, result, config)
     lab.proxy.injected.clear()
     return SimulatedRun(name, config, result, len(injector.records))
-
-
-def _cloud_target(lab: Lab, bucket: str) -> CloudTarget:
-    return CloudTarget(
-        ec2=ec2_client(lab.infra.env, lab.proxy.endpoint),
-        s3=lab.s3,
-        bucket=bucket,
-        templates=lab.templates,
-        subnet_id=lab.infra.outputs.get("subnet_id"),
-    )
 
 
 def _run_record(lab: Lab, name: str, config: str, model: RandomInterruptions | TraceReplay) -> dict[str, Any]:
@@ -162,7 +161,15 @@ def _interruption_model(lab: Lab, name: str) -> RandomInterruptions | TraceRepla
     return RandomInterruptions(settings.interruption_probability, settings.interruption_interval)
 
 
-def _job_spec(settings: SimulationSettings, job_id: str, config: str, deadline: float | None) -> JobSpec:
+def _job_spec(
+    settings: SimulationSettings,
+    job_id: str,
+    config: str,
+    deadline: float | None,
+    *,
+    region: str,
+    instance_type: str,
+) -> JobSpec:
     return JobSpec(
         job_id=job_id,
         input_key=DATASET_KEY,
@@ -177,19 +184,14 @@ def _job_spec(settings: SimulationSettings, job_id: str, config: str, deadline: 
         deadline_seconds=deadline,
         changeover_seconds=CHANGEOVER * settings.time_scale,
         reclaim_overhead_seconds=RECLAIM_OVERHEAD * settings.time_scale,
-    )
-
-
-def _worker_settings(lab: Lab) -> WorkerSettings:
-    settings = lab.settings
-    return WorkerSettings(
-        bucket=str(lab.infra.outputs["bucket"]),
-        model=str(settings.model.resolve()),
-        aws_env=dict(lab.infra.env),
-        batch_size=settings.batch_size,
-        checkpoint_every=settings.checkpoint_every,
-        heartbeat_every=HEARTBEAT_EVERY,
-        notice_poll_every=NOTICE_POLL_EVERY,
+        region=region,
+        instance_type=instance_type,
+        tuning=WorkerTuning(
+            batch_size=settings.batch_size,
+            checkpoint_every=settings.checkpoint_every,
+            heartbeat_seconds=HEARTBEAT_EVERY,  # wall: the worker runs on this machine's clock
+            notice_poll_seconds=NOTICE_POLL_EVERY,
+        ),
     )
 
 

@@ -16,6 +16,7 @@ from coordinator.policies.deadline import DEFAULT_RESERVE_HOURS
 from coordinator.sim.fault_proxy import FaultRule
 from coordinator.sim.injector import RandomInterruptions
 from coordinator.sim.worker_boot import BootMode
+from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
 from inference.layout import dataset_key
 
 CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")
@@ -42,6 +43,7 @@ class SimulationSettings:
     runs: dict[str, int] = field(
         default_factory=lambda: {"on-demand": 3, "spot-only": 8, "hybrid": 8, "deadline": 8}
     )
+    instance_type: str = DEFAULT_INSTANCE_TYPE  # the stack's; priced from the table in the emulator's region
     rows: int = 10_000
     segments: int = 10
     time_scale: float = 30.0  # a 2-minute notice is 4 wall seconds: a loaded worker drains in time

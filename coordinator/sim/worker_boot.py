@@ -1,6 +1,7 @@
-"""Simulator only: how a simulated instance boots its worker, as a real process.
+"""Simulator only: how a simulated instance's `docker run` starts its worker, as a real process.
 
-`exec` runs `python -m inference.worker` (what the image's entrypoint does). `fork` forks the worker from a
+The worker gets the container's environment and nothing else of this host's. `exec` runs
+`python -m inference.worker` (what the image's entrypoint does). `fork` forks the worker from a
 server process that has already imported torch and transformers (multiprocessing's forkserver with this
 module preloaded), like booting from a warm image: the same `inference.worker.main`, the same signals, but
 without paying 3-4 CPU-seconds of imports per boot, which on 2 cores would dominate a simulation that boots
@@ -13,9 +14,12 @@ import contextlib
 import multiprocessing
 import multiprocessing.context
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -30,6 +34,7 @@ BootMode = Literal["fork", "exec"]
 # metadata server. Workers run at a lower priority so that the control plane is not starved: measured
 # before this, the coordinator needed 7 s to act on a draining heartbeat in the middle of a loaded run.
 WORKER_NICENESS = 10
+WAIT_POLL_SECONDS = 0.05
 
 
 class WorkerHandle(Protocol):
@@ -45,6 +50,7 @@ class WorkerHandle(Protocol):
 def _run_worker_child(env: dict[str, str], log_path: str) -> None:
     os.setsid()  # its own session, like a process on another machine: signals reach it alone
     os.nice(WORKER_NICENESS)
+    os.environ.clear()  # the container's environment only: nothing of this host's (no credentials)
     os.environ.update(env)
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
@@ -55,32 +61,47 @@ def _run_worker_child(env: dict[str, str], log_path: str) -> None:
 
 
 class ForkedWorker:
+    """A forked worker. Several threads ask after it (the `docker run` call waits, a power-off signals):
+    a fork server's child reports its exit code through a pipe that only one reader may drain, so every
+    look goes through one lock and none of them blocks."""
+
     def __init__(
         self, context: multiprocessing.context.ForkServerContext, env: dict[str, str], log_path: Path
     ) -> None:
         self._process = context.Process(target=_run_worker_child, args=(env, str(log_path)), daemon=False)
         self._process.start()
+        self._lock = threading.Lock()
         self.pid = self._process.pid
 
     def exit_code(self) -> int | None:
-        return self._process.exitcode
+        with self._lock:
+            return self._process.exitcode
 
     def signal(self, number: int) -> None:
-        if self._process.exitcode is None and self.pid is not None:
+        if self.exit_code() is None and self.pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, number)
 
     def wait(self, timeout: float) -> int | None:
-        self._process.join(timeout)
-        return self._process.exitcode
+        deadline = time.monotonic() + timeout
+        while (code := self.exit_code()) is None and time.monotonic() < deadline:
+            time.sleep(WAIT_POLL_SECONDS)
+        return code
 
 
 class ExecWorker:
     def __init__(self, env: dict[str, str], log_path: Path) -> None:
         with open(log_path, "ab") as log:
             self._process = subprocess.Popen(
-                ["nice", "-n", str(WORKER_NICENESS), sys.executable, "-m", "inference.worker"],
-                env={**os.environ, **env},
+                [
+                    shutil.which("nice") or "nice",
+                    "-n",
+                    str(WORKER_NICENESS),
+                    sys.executable,
+                    "-m",
+                    "inference.worker",
+                ],
+                env=env,  # the container's environment only: nothing of this host's (no credentials)
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -96,10 +117,10 @@ class ExecWorker:
                 self._process.send_signal(number)
 
     def wait(self, timeout: float) -> int | None:
-        try:
-            return self._process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
+        deadline = time.monotonic() + timeout
+        while (code := self._process.poll()) is None and time.monotonic() < deadline:
+            time.sleep(WAIT_POLL_SECONDS)
+        return code
 
 
 class WorkerLauncher:

@@ -8,7 +8,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from coordinator.errors import CapacityError, LaunchError
+from coordinator.errors import CapacityError, LaunchError, PermissionDenied
 from coordinator.job.fleet import Fleet
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
 
@@ -25,7 +25,7 @@ def test_fault_proxy_answers_with_aws_errors_that_the_fleet_sorts(moto_endpoint:
         template = ec2.create_launch_template(LaunchTemplateName="t", LaunchTemplateData={"ImageId": image})[
             "LaunchTemplate"
         ]["LaunchTemplateId"]
-        fleet = Fleet(ec2, templates={"spot": template}, subnet_id=None, base_delay=0.01)
+        fleet = Fleet(ec2, templates={"spot": template}, base_delay=0.01)
         request = dict(job_id="j", segment_id="seg-0000", market="spot", start=0, stop=10, input_key="k")
         from coordinator.job.launch_contract import LaunchRequest
 
@@ -40,8 +40,11 @@ def test_fault_proxy_answers_with_aws_errors_that_the_fleet_sorts(moto_endpoint:
         with pytest.raises(CapacityError, match="InsufficientInstanceCapacity"):
             fleet.launch(LaunchRequest(attempt_id="j/seg-0000/2", **request))  # type: ignore[arg-type]
         proxy.add(FaultRule("RunInstances", "UnauthorizedOperation", times=1))
-        with pytest.raises(LaunchError, match="UnauthorizedOperation") as error:
+        with pytest.raises(PermissionDenied, match="UnauthorizedOperation: the credentials may not call"):
             fleet.launch(LaunchRequest(attempt_id="j/seg-0000/3", **request))  # type: ignore[arg-type]
+        proxy.add(FaultRule("RunInstances", "InvalidLaunchTemplateId.Malformed", times=1))
+        with pytest.raises(LaunchError, match="InvalidLaunchTemplateId") as error:
+            fleet.launch(LaunchRequest(attempt_id="j/seg-0000/4", **request))  # type: ignore[arg-type]
         assert not isinstance(error.value, CapacityError) and len(error.value.history) == 1
         assert proxy.injected == [
             "RunInstances: RequestLimitExceeded",
@@ -49,4 +52,5 @@ def test_fault_proxy_answers_with_aws_errors_that_the_fleet_sorts(moto_endpoint:
             "RunInstances: HTML page",
             "RunInstances: InsufficientInstanceCapacity",
             "RunInstances: UnauthorizedOperation",
+            "RunInstances: InvalidLaunchTemplateId.Malformed",
         ]

@@ -1,0 +1,127 @@
+"""Simulator only: what a simulated machine has of its own: its image's files, its role, its pulls.
+
+- `MachineImage`: what the worker image holds that this host provides instead (the model, built here) and
+  the worker's share of this host's cores.
+- `RoleSession`: the instance role, as EC2 hands it to an instance: temporary credentials from STS (the
+  simulator's own identity assumes the role, as the EC2 service does), refreshed before they expire.
+- `pull_image`: `docker pull` of an ECR image with those credentials (login, then the manifest).
+- `container_env`: the worker's environment: the image's `ENV`, the `-e` values, paths into the image
+  mapped to this host's.
+
+Usage::
+
+    role = RoleSession.of_instance(admin_target, ec2, "i-0abc")     # None without an instance profile
+    pull_image(role, "1234.dkr.ecr.us-east-1.amazonaws.com/w@sha256:...")
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from coordinator.sim.image import IMAGE_ENV, MANIFEST_TYPE
+from coordinator.stack.target import AwsTarget
+
+REFRESH_BEFORE = timedelta(minutes=5)
+THREADS_ENV = "SPOTBATCH_THREADS"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MachineImage:
+    files: dict[str, str]  # a path in the image -> the path on this host that stands for it
+    threads: int = 1  # each simulated machine gets a share of the host's cores, not all of them
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def _mapped(value: str, files: dict[str, str]) -> str:
+    for inside, here in files.items():
+        if value == inside or value.startswith(inside.rstrip("/") + "/"):
+            return here + value[len(inside.rstrip("/")) :]
+    return value
+
+
+def container_env(
+    image: MachineImage, request: dict[str, Any], *, home: str, hostname: str
+) -> dict[str, str]:
+    """The worker's environment: what Docker sets (PATH, HOME, HOSTNAME), the image's ENV, then the `-e`
+    values; nothing else of this host's (no credentials: the worker finds the role's through the
+    metadata service, as on EC2)."""
+    given = {str(k): _mapped(str(v), image.files) for k, v in dict(request.get("env", {})).items()}
+    docker = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": home,
+        "HOSTNAME": hostname,
+    }
+    return {**docker, **IMAGE_ENV, THREADS_ENV: str(image.threads), **given, **image.extra_env}
+
+
+class RoleSession:
+    def __init__(self, target: AwsTarget, role_arn: str, session_name: str) -> None:
+        self.target, self.arn, self.session_name = target, role_arn, session_name
+        self.name = role_arn.rsplit("/", 1)[-1]
+        self._cached: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of_instance(cls, target: AwsTarget, ec2: Any, instance_id: str) -> RoleSession | None:
+        described = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+        profile = described.get("IamInstanceProfile", {}).get("Arn")
+        if not profile:
+            return None
+        name = profile.rsplit("/", 1)[-1]
+        roles = target.client("iam").get_instance_profile(InstanceProfileName=name)["InstanceProfile"][
+            "Roles"
+        ]
+        return cls(target, str(roles[0]["Arn"]), instance_id) if roles else None
+
+    def credentials(self) -> dict[str, Any]:
+        """STS credentials of the role (AccessKeyId, SecretAccessKey, SessionToken, Expiration)."""
+        with self._lock:
+            expiration = self._cached.get("Expiration")
+            if expiration is None or expiration - datetime.now(UTC) < REFRESH_BEFORE:
+                answer = self.target.client("sts").assume_role(
+                    RoleArn=self.arn, RoleSessionName=self.session_name, DurationSeconds=3600
+                )
+                self._cached = dict(answer["Credentials"])
+            return dict(self._cached)
+
+    def client(self, service: str, region: str | None = None) -> Any:
+        import boto3
+
+        creds = self.credentials()
+        session: Any = boto3.session.Session(
+            aws_access_key_id=creds["AccessKeyId"],
+            aws_secret_access_key=creds["SecretAccessKey"],
+            aws_session_token=creds["SessionToken"],
+            region_name=region or self.target.region,
+        )
+        return session.client(service, endpoint_url=self.target.endpoint)
+
+
+def pull_image(role: RoleSession, image: str) -> str:
+    """`docker pull` from ECR with the role's credentials: the ECR credential helper's login, then the
+    manifest. Any refusal is the daemon's error line."""
+    registry, _, rest = image.partition("/")
+    if ".dkr.ecr." not in registry:
+        raise RuntimeError(f"pull {image}: only ECR images can be pulled here")
+    region = registry.split(".dkr.ecr.")[1].split(".")[0]
+    repository, at, digest = rest.partition("@")
+    if not at:
+        repository, _, tag = rest.partition(":")
+        image_id = {"imageTag": tag or "latest"}
+    else:
+        image_id = {"imageDigest": digest}
+    ecr = role.client("ecr", region)
+    try:
+        ecr.get_authorization_token()
+        answer = ecr.batch_get_image(
+            repositoryName=repository, imageIds=[image_id], acceptedMediaTypes=[MANIFEST_TYPE]
+        )
+    except Exception as error:
+        raise RuntimeError(f"Error response from daemon: pull access denied for {image}: {error}") from None
+    if not answer.get("images"):
+        raise RuntimeError(f"Error response from daemon: manifest for {image} not found")
+    return f"Status: Downloaded newer image for {image}"
