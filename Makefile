@@ -8,7 +8,7 @@ SPOTBATCH := $(BIN)/spotbatch
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS := 1
 
-.PHONY: setup ssh-tools data model simulate whatif burst burst-down report report-check test check lint typecheck tf-fmt checkov bench infra apply-real destroy-real image clean
+.PHONY: setup ssh-tools data model simulate whatif burst burst-down report report-check test check lint typecheck tf-fmt checkov bench infra apply-real image image-push run-real destroy-real prices clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -77,14 +77,30 @@ check: lint typecheck tf-fmt checkov  ## ruff + mypy + terraform fmt + checkov
 infra: setup  ## embedded AWS: moto server up, emulator stack applied and printed, destroyed, emulator stopped
 	$(SPOTBATCH) infra up
 
-apply-real: setup  ## real AWS: pre-flight, plan -out, CONFIRM=yes (or type yes), apply the saved plan
-	$(SPOTBATCH) infra apply-real --bucket-name "$(BUCKET)" --worker-image "$(WORKER_IMAGE)"
+# Your AWS account ("Run it on your AWS account" in the README). ENDPOINT=http://127.0.0.1:PORT tries the
+# same commands on a local emulator instead (keys for it in SPOTBATCH_EMULATOR_ACCESS_KEY_ID/_SECRET_ACCESS_KEY).
+# Prices: AWS's of the day (the table behind them); an emulator has no price API, so the table's, on the record.
+REAL_TARGET = $(if $(ENDPOINT),--endpoint "$(ENDPOINT)")
+REAL_PRICES = $(if $(ENDPOINT),--override "price-of-the-day=an emulator has no price API: the table's prices",--live-prices)
 
-destroy-real: setup  ## real AWS: destroy the stack, re-list instances tagged Project=spotbatch
-	$(SPOTBATCH) infra destroy-real --bucket-name "$(BUCKET)" --worker-image "$(WORKER_IMAGE)"
+apply-real: setup  ## AWS: pre-flight, plan, CONFIRM=yes (or type yes), apply; BUCKET=<new name> the first time [INSTANCE_TYPE= REGION=]
+	$(SPOTBATCH) infra apply-real $(REAL_TARGET) $(REAL_PRICES) $(if $(BUCKET),--bucket-name "$(BUCKET)") $(if $(INSTANCE_TYPE),--instance-type "$(INSTANCE_TYPE)") $(if $(REGION),--region "$(REGION)")
 
-image: model  ## the worker image (needs a Docker engine)
-	docker build -f docker/Dockerfile -t spotbatch-worker:latest .
+image: model  ## the worker image for the instance type (CPU or CUDA torch); needs a Docker engine [INSTANCE_TYPE=]
+	$(SPOTBATCH) image build $(if $(INSTANCE_TYPE),--instance-type "$(INSTANCE_TYPE)")
+
+image-push: setup  ## push the image to the stack's ECR with your credentials; then `make apply-real` again
+	$(SPOTBATCH) image push
+
+run-real: setup  ## AWS: upload INPUT=file.parquet, run the job on the stack, print the ledger [SEGMENTS= POLICY=]
+	@test -n "$(INPUT)" || { echo "usage: make run-real INPUT=file.parquet [SEGMENTS=10] [POLICY=hybrid]" >&2; exit 2; }
+	$(SPOTBATCH) run $(REAL_TARGET) $(REAL_PRICES) --input "$(INPUT)" $(if $(SEGMENTS),--segments "$(SEGMENTS)") $(if $(POLICY),--policy "$(POLICY)")
+
+destroy-real: setup  ## AWS: destroy the stack (needs only its state); DELETE_DATA=1 also deletes outputs and images
+	$(SPOTBATCH) infra destroy-real $(if $(DELETE_DATA),--delete-data)
+
+prices: setup  ## regenerate coordinator/cost/prices.csv from the dated catalog [CATALOG=../shared/data/aws-prices/ec2-prices.csv]
+	$(BIN)/python -m coordinator.cost.catalog $(or $(CATALOG),../shared/data/aws-prices/ec2-prices.csv)
 
 bench: model  ## benchmarks: each prints a ratio against a baseline measured in the same run
 	$(BIN)/python -m bench.worker_throughput

@@ -15,8 +15,10 @@ from coordinator.commands import (
     budget,
     burst,
     data,
+    image,
     infra,
     model,
+    policy,
     preflight,
     report,
     run,
@@ -35,7 +37,21 @@ from inference.errors import WorkerError
 
 Handler = Callable[[argparse.Namespace], int]
 # in the order `spotbatch --help` lists them: the flow of a job, then the tools around it
-COMMANDS = (data, model, budget, preflight, infra, run, status, simulate, whatif, burst, report)
+COMMANDS = (
+    data,
+    model,
+    budget,
+    preflight,
+    infra,
+    image,
+    policy,
+    run,
+    status,
+    simulate,
+    whatif,
+    burst,
+    report,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 HOME_ENV = "SPOTBATCH_HOME"
 # the Terraform modules and stacks ship with the source tree, beside the packages
-TERRAFORM_DIR = Path(__file__).resolve().parents[1] / "terraform"
+REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout (an editable install)
+TERRAFORM_DIR = REPO_ROOT / "terraform"
 
 
 def project_home() -> Path:

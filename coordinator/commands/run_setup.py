@@ -1,0 +1,118 @@
+"""What `spotbatch run` does before the job starts: the target, the input, the prices and the pre-flight.
+
+Usage::
+
+    cloud = connect(args, stack)                    # AWS in the stack's region, or the emulator
+    key, rows = input_of(args, cloud)               # --input uploaded, or --input-key counted
+    quotes = quotes_for_run(args, cloud, spec)      # the table's, or --live-prices with the table behind
+    preflight_for_run(args, cloud, spec, quotes, guard)   # PreflightFailed (exit 4) unless all pass
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.pricing import PriceQuote, PriceTable, estimate_job_cost
+from coordinator.errors import ConfigError
+from coordinator.job.runner import CloudTarget, quotes_for
+from coordinator.job.spec import JobSpec
+from coordinator.stack.outputs import StackOutputs
+from coordinator.stack.target import AwsTarget
+
+
+def connect(args: argparse.Namespace, stack: StackOutputs) -> CloudTarget:
+    if args.region and args.region != stack.region:
+        raise ConfigError(f"--region {args.region}: the stack is in {stack.region}")
+    target = AwsTarget.chosen(stack.region, args.endpoint)
+    return CloudTarget.connect(target, stack)
+
+
+def input_of(args: argparse.Namespace, cloud: CloudTarget) -> tuple[str, int]:
+    if args.input is not None:
+        from coordinator.build.upload import upload_input
+
+        uploaded = upload_input(cloud.s3, cloud.bucket, args.input, text_column=args.text_column)
+        what = "uploaded" if uploaded.uploaded else "already there"
+        print(f"input {args.input}: {uploaded.rows} rows, s3://{cloud.bucket}/{uploaded.key} ({what})")
+        return uploaded.key, uploaded.rows
+    if args.rows is not None:
+        return str(args.input_key), int(args.rows)
+    import pyarrow.parquet as pq
+
+    from inference.storage import S3Store
+
+    with S3Store(cloud.bucket, "", client=cloud.s3).open_read(args.input_key) as handle:
+        return str(args.input_key), int(pq.ParquetFile(handle).metadata.num_rows)
+
+
+def quotes_for_run(args: argparse.Namespace, cloud: CloudTarget, spec: JobSpec) -> dict[str, PriceQuote]:
+    if not args.live_prices:
+        return quotes_for(spec)
+    from coordinator.cost.live_prices import PRICING_REGION, live_quotes
+
+    target = cloud.target
+    pricing = AwsTarget(PRICING_REGION, target.endpoint, target.credentials).client("pricing")
+    return live_quotes(
+        PriceTable.load(),
+        region=spec.region,
+        instance_type=spec.instance_type,
+        zones=sorted(cloud.stack.subnet_ids),
+        ec2=cloud.ec2,
+        pricing=pricing,
+    )
+
+
+def template_settings(ec2: Any, template_id: str) -> tuple[str, int | None]:
+    """The launch template's shutdown behaviour and its max-lifetime tag: what auto-termination checks."""
+    data = ec2.describe_launch_template_versions(LaunchTemplateId=template_id, Versions=["$Latest"])[
+        "LaunchTemplateVersions"
+    ][0]["LaunchTemplateData"]
+    behavior = str(data.get("InstanceInitiatedShutdownBehavior", "stop"))
+    lifetime = None
+    for spec in data.get("TagSpecifications", []):
+        for tag in spec.get("Tags", []):
+            if tag["Key"] == "spotbatch:max-lifetime-seconds":
+                lifetime = int(tag["Value"])
+    return behavior, lifetime
+
+
+def preflight_for_run(
+    args: argparse.Namespace,
+    cloud: CloudTarget,
+    spec: JobSpec,
+    quotes: dict[str, PriceQuote],
+    guard: BudgetGuard,
+) -> None:
+    from coordinator.paths import preflight_log_path
+    from coordinator.preflight import checks as preflight
+    from coordinator.preflight.quotas import check_vcpu_quotas
+
+    table = PriceTable.load()
+    hours = spec.rows / max(spec.planned_rows_per_s * args.time_scale, 1e-9) / 3_600 / spec.segments
+    rate = max(q.rate_usd_per_hour for q in quotes.values())
+    estimate = estimate_job_cost(work_hours=hours, instances=spec.segments, rate_usd_per_hour=rate)
+    behavior, lifetime = template_settings(cloud.ec2, next(iter(cloud.stack.launch_template_ids.values())))
+    plan = preflight.LaunchPlan(
+        job_id=spec.job_id,
+        estimate_usd=estimate.total_usd,
+        price=quotes["spot"],
+        shutdown_behavior=behavior,
+        max_lifetime_seconds=lifetime,
+    )
+    results = preflight.run_preflight(plan, ec2=cloud.ec2, guard=guard)
+    results.append(
+        check_vcpu_quotas(
+            cloud.target.client("service-quotas"),
+            cloud.ec2,
+            instance_type=spec.instance_type,
+            vcpus=table.vcpus(spec.instance_type),
+            instances=spec.segments,
+            markets=("spot", "on-demand"),
+        )
+    )
+    overrides = preflight.parse_overrides(args.override)
+    results = preflight.apply_overrides(results, overrides, preflight_log_path())
+    print(preflight.format_results(results))
+    preflight.require_preflight(results)

@@ -1,0 +1,173 @@
+"""The AWS stack (terraform/stacks/aws) against moto: what its plan holds for a real account, the templates it
+renders, the GPU variant, and endpoints kept on loopback. Apply and destroy through the commands a user
+runs: test_real_aws_path.py."""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.cost.pricing import PriceTable
+from coordinator.errors import EmulatorError, TerraformError
+from coordinator.sim.emulator_stack import Infrastructure
+from coordinator.stack.defaults import (
+    DEFAULT_INSTANCE_TYPE,
+    DEFAULT_MAX_LIFETIME_SECONDS,
+    DEFAULT_STACK_NAME,
+    GPU_FAMILIES,
+)
+from coordinator.stack.deployment import STACK_DIR, Deployment, PlannedChanges, StackSettings
+from coordinator.stack.target import require_loopback
+from coordinator.stack.terraform import Terraform
+
+pytestmark = pytest.mark.slow
+AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/{}recommended/image_id"
+
+
+def one(planned: PlannedChanges, resource_type: str) -> dict[str, Any]:
+    found = planned.planned_resources(resource_type)
+    assert len(found) == 1, f"{resource_type}: {len(found)} planned"
+    return dict(found[0]["values"])
+
+
+def test_stack_defaults_are_the_pythons() -> None:
+    text = (STACK_DIR / "variables.tf").read_text() + (STACK_DIR / "main.tf").read_text()
+
+    def default(variable: str) -> str:
+        block = re.search(rf'variable "{variable}" {{(.*?)\n}}', text, re.S)
+        assert block, variable
+        found = re.search(r"default\s*=\s*(\S+)", block.group(1))
+        assert found, variable
+        return found.group(1).strip('"')
+
+    assert default("instance_type") == DEFAULT_INSTANCE_TYPE
+    assert default("max_lifetime_seconds") == str(DEFAULT_MAX_LIFETIME_SECONDS)
+    assert default("name") == DEFAULT_STACK_NAME
+    families = re.search(r"gpu_families\s*=\s*\[(.*?)\]", text)
+    assert families and tuple(re.findall(r'"([^"]+)"', families.group(1))) == GPU_FAMILIES
+
+
+def test_the_plan_holds_what_a_real_account_gets(deployed_stack: Infrastructure, tmp_path: Path) -> None:
+    """Planned in the session's moto as a second stack: every zone gets a public subnet, nothing comes in."""
+    target = deployed_stack.target
+    settings = StackSettings(
+        bucket_name="plan-check", name="plancheck", worker_image=deployed_stack.outputs["worker_image"]
+    )
+    planned = Deployment(tmp_path, target).plan(settings.variables(target))
+    assert planned.updates == [] and planned.deletes == []
+
+    repository = one(planned, "aws_ecr_repository")
+    assert repository["image_tag_mutability"] == "IMMUTABLE"
+    assert repository["image_scanning_configuration"] == [{"scan_on_push": True}]
+    assert repository["encryption_configuration"][0]["encryption_type"] == "AES256"
+    assert one(planned, "aws_ecr_lifecycle_policy")["repository"] == "plancheck-worker"
+    logs = one(planned, "aws_cloudwatch_log_group")
+    assert logs["name"] == "/spotbatch/plancheck/workers" and logs["retention_in_days"] > 0
+
+    zones = target.client("ec2").describe_availability_zones()["AvailabilityZones"]
+    subnets = planned.planned_resources("aws_subnet")
+    assert sorted(s["values"]["availability_zone"] for s in subnets) == sorted(z["ZoneName"] for z in zones)
+    assert all(s["values"]["map_public_ip_on_launch"] for s in subnets)
+    assert len(planned.planned_resources("aws_internet_gateway")) == 1
+    workers = one(planned, "aws_security_group")  # public mode: the workers' group, no endpoints' group
+    assert workers["name_prefix"] == "plancheck-workers-"
+    assert planned.planned_resources("aws_vpc_security_group_ingress_rule") == []  # no way in at all
+    egress = one(planned, "aws_vpc_security_group_egress_rule")
+    assert (egress["ip_protocol"], egress["from_port"], egress["to_port"]) == ("tcp", 443, 443)
+
+    templates = {
+        t["values"]["name_prefix"]: t["values"] for t in planned.planned_resources("aws_launch_template")
+    }
+    assert len(templates) == 2
+    ami = target.client("ssm").get_parameter(Name=AMI_PARAMETER.format(""))["Parameter"]["Value"]
+    for template in templates.values():
+        assert template["image_id"] == ami and template["instance_type"] == DEFAULT_INSTANCE_TYPE
+        assert template["metadata_options"][0]["http_tokens"] == "required"
+        assert template["metadata_options"][0]["instance_metadata_tags"] == "enabled"
+        assert template["block_device_mappings"][0]["ebs"][0]["encrypted"] == "true"
+        assert template["instance_initiated_shutdown_behavior"] == "terminate"
+    on_demand = PriceTable.load().lookup("aws", target.region, DEFAULT_INSTANCE_TYPE, "on-demand")
+    spot = [t for t in templates.values() if t["instance_market_options"]]
+    assert (
+        spot[0]["instance_market_options"][0]["spot_options"][0]["max_price"] == f"{on_demand.usd_per_hour:g}"
+    )
+
+
+def test_the_templates_carry_the_rendered_boot_script(deployed_stack: Infrastructure) -> None:
+    """The user-data EC2 holds for the applied stack (unknown at plan time: it names the new bucket)."""
+    ec2 = deployed_stack.target.client("ec2")
+    stack = deployed_stack.stack
+    lifetime = (
+        f'shutdown -h "+{DEFAULT_MAX_LIFETIME_SECONDS // 60}" "spotbatch: max lifetime reached" || true'
+    )
+    for template_id in stack.launch_template_ids.values():
+        data = ec2.describe_launch_template_versions(LaunchTemplateId=template_id)["LaunchTemplateVersions"][
+            0
+        ]
+        script = base64.b64decode(data["LaunchTemplateData"]["UserData"]).decode()
+        commands = [line for line in script.splitlines() if line and not line.startswith("#")]
+        assert commands[0] == lifetime  # armed before any other call
+        assert commands[1].startswith("trap 'shutdown -h now")  # however the script ends, the machine stops
+        assert f'docker pull "{deployed_stack.outputs["worker_image"]}"' in script
+        assert f"awslogs-group={stack.log_group}" in script and f"s3://{stack.bucket}/jobs/$job" in script
+        assert "--gpus all" not in script  # a CPU type: the CPU image, no GPUs asked for
+
+
+def test_a_gpu_type_gets_the_gpu_ami_and_the_gpus(deployed_stack: Infrastructure, tmp_path: Path) -> None:
+    target = deployed_stack.target
+    settings = StackSettings(
+        bucket_name="plan-gpu",
+        name="plangpu",
+        instance_type="g5.xlarge",
+        worker_image="registry/repo@sha256:" + "0" * 64,
+    )
+    planned = Deployment(tmp_path, target).plan(settings.variables(target))
+    ami = target.client("ssm").get_parameter(Name=AMI_PARAMETER.format("gpu/"))["Parameter"]["Value"]
+    for template in planned.planned_resources("aws_launch_template"):
+        assert template["values"]["image_id"] == ami and template["values"]["instance_type"] == "g5.xlarge"
+    # `--gpus all` in the rendered script: the worker_templates module test gpu_types_run_with_the_gpus
+
+    own_ami = StackSettings(
+        bucket_name="plan-own", name="planown", image_id="ami-12345678", worker_image="r/x@sha256:" + "1" * 64
+    )
+    planned = Deployment(tmp_path / "own", target).plan(own_ami.variables(target))
+    assert {t["values"]["image_id"] for t in planned.planned_resources("aws_launch_template")} == {
+        "ami-12345678"
+    }
+    assert "data.aws_ssm_parameter.ami" not in planned.text  # the user's AMI: no parameter is read
+
+
+def test_emulator_endpoints_stay_on_loopback(tmp_path: Path, terraform_ready: None) -> None:
+    with pytest.raises(EmulatorError, match=r"refusing emulator endpoint 'http://10\.0\.0\.5:5000'"):
+        require_loopback("http://10.0.0.5:5000")
+    tf = Terraform.discover(STACK_DIR, state_dir=tmp_path)
+    tf.init()
+    variables = {
+        "region": "us-east-1",
+        "bucket_name": "b-123",
+        "on_demand_price": 1.0,
+        "endpoint": "https://ec2.us-east-1.amazonaws.com",
+        "emulator_credentials": {"access_key": "k", "secret_key": "s"},
+    }
+    with pytest.raises(TerraformError, match="must be a loopback URL"):
+        tf.plan(variables)
+
+
+def test_localstack_target_where_one_runs(tmp_path: Path, terraform_ready: None) -> None:
+    """LocalStack needs Docker, which this machine lacks: the test runs only where one answers."""
+    import requests
+
+    from coordinator.sim.emulator_stack import emulator_infrastructure, localstack_endpoint
+
+    endpoint = localstack_endpoint()
+    try:
+        requests.get(f"{endpoint}/_localstack/health", timeout=2).raise_for_status()
+    except requests.RequestException:
+        pytest.skip(f"no LocalStack answering at {endpoint} (it runs in Docker; start it to run this test)")
+    with emulator_infrastructure(tmp_path, target="localstack") as infra:
+        assert set(infra.outputs["launch_template_ids"]) == {"spot", "on-demand"}
+        assert infra.target.client("s3").head_bucket(Bucket=infra.outputs["bucket"])
