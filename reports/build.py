@@ -51,6 +51,7 @@ def results_table(rows: list[ConfigRow]) -> Block:
         "reliability (rows exactly once)",
         "savings vs on-demand",
         "deadlines met",
+        "worker CPU avg / memory max",
     )
     body = tuple(
         (
@@ -67,6 +68,7 @@ def results_table(rows: list[ConfigRow]) -> Block:
             if r.configuration == "on-demand"
             else (f"{r.savings_pct:.1f}%" if r.savings_pct is not None else "n/a"),
             f"{r.deadlines_met} / {r.deadlines_total}" if r.deadlines_total else "-",
+            f"{r.cpu_percent:.0f}% / {r.memory_mb or 0:,.0f} MB" if r.cpu_percent is not None else "not read",
         )
         for r in rows
     )

@@ -44,6 +44,8 @@ class ConfigRow:
     spot_share: float  # of the attempts' billed hours spent on spot
     deadlines_met: int  # runs that finished by their deadline ...
     deadlines_total: int  # ... of the runs that had one
+    cpu_percent: float | None = None  # the workers' CPU (CloudWatch), runs' averages weighted by billed time
+    memory_mb: float | None = None  # the largest worker memory any run saw
 
     @property
     def reliability_pct(self) -> float:
@@ -78,6 +80,22 @@ def config_row(configuration: str, runs: list[Run], on_demand_mean: float | None
         spot_share=spot_hours / all_hours if all_hours else 0.0,
         deadlines_met=sum(r.deadline_met is True for r in runs),
         deadlines_total=sum(r.deadline_met is not None for r in runs),
+        cpu_percent=_weighted_cpu(runs),
+        memory_mb=max((r.summary.memory_mb for r in runs if r.summary.memory_mb is not None), default=None),
+    )
+
+
+def _weighted_cpu(runs: list[Run]) -> float | None:
+    measured = [r for r in runs if r.summary.cpu_percent is not None]
+    hours = sum(r.summary.spot_hours + r.summary.on_demand_hours for r in measured)
+    if not measured or hours <= 0:
+        return None
+    return (
+        sum(
+            (r.summary.cpu_percent or 0.0) * (r.summary.spot_hours + r.summary.on_demand_hours)
+            for r in measured
+        )
+        / hours
     )
 
 

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from coordinator.errors import ReportError
-from coordinator.sim.emulator import FAKE_CREDENTIALS, MotoServer
+from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.matrix import run_matrix
-from coordinator.sim.quick_stack import make_stack
 from coordinator.sim.settings import SimulationSettings
 from reports.build import build_report
 from reports.runs import load_runs
@@ -28,39 +27,39 @@ RUNS = {"on-demand": 1, "spot-only": 1, "hybrid": 2, "deadline": 1}
 
 @pytest.fixture(scope="module")
 def runs_folder(
-    tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, sentences_parquet: Path
+    tmp_path_factory: pytest.TempPathFactory,
+    tiny_model_dir: Path,
+    sentences_parquet: Path,
+    deployed_stack: Infrastructure,
 ) -> Iterator[Path]:
     tmp = tmp_path_factory.mktemp("report-runs")
-    with pytest.MonkeyPatch.context() as env, MotoServer(log_path=tmp / "moto.log") as server:
-        for name, value in {**FAKE_CREDENTIALS, "AWS_DEFAULT_REGION": "us-east-1"}.items():
-            env.setenv(name, value)
-        settings = SimulationSettings(
-            out_dir=tmp / "simulate-test",
-            model=tiny_model_dir,
-            dataset=sentences_parquet,
-            runs=RUNS,
-            rows=1_500,
-            segments=4,
-            interruption_probability=0.0,
-            batch_size=16,
-            checkpoint_every=4,
-            mlflow=False,
-            spot_share=0.75,
-            forced_interruptions={"hybrid-01": [15.0], "hybrid-02": [15.0, 30.0], "spot-only-01": [15.0]},
+    settings = SimulationSettings(
+        out_dir=tmp / "simulate-test",
+        model=tiny_model_dir,
+        dataset=sentences_parquet,
+        runs=RUNS,
+        rows=1_500,
+        segments=4,
+        interruption_probability=0.0,
+        batch_size=16,
+        checkpoint_every=4,
+        mlflow=False,
+        spot_share=0.75,
+        forced_interruptions={"hybrid-01": [15.0], "hybrid-02": [15.0, 30.0], "spot-only-01": [15.0]},
+    )
+    run_matrix(settings, deployed_stack)
+    (settings.out_dir / "simulation.json").write_text(
+        json.dumps(
+            {
+                "runs": RUNS,
+                "rows": 1500,
+                "segments": 4,
+                "time_scale": 30.0,
+                "seed": 0,
+                "interruption_model": "forced (test)",
+            }
         )
-        run_matrix(settings, make_stack(server.endpoint))
-        (settings.out_dir / "simulation.json").write_text(
-            json.dumps(
-                {
-                    "runs": RUNS,
-                    "rows": 1500,
-                    "segments": 4,
-                    "time_scale": 30.0,
-                    "seed": 0,
-                    "interruption_model": "forced (test)",
-                }
-            )
-        )
+    )
     yield settings.out_dir
 
 
@@ -96,11 +95,16 @@ def test_tables_match_the_ledgers_and_charts_are_sane(runs_folder: Path, tmp_pat
     )
     assert "Recommended: **" in report and "Savings target (>= 60%)" in report
     met = json.loads((runs_folder / "deadline-01" / "run.json").read_text())["deadline_met"]
-    assert next(line for line in report.splitlines() if line.startswith("| deadline |")).endswith(
-        f"| {int(met)} / 1 |"
-    )
+
+    def cells(config: str) -> list[str]:
+        return next(line for line in report.splitlines() if line.startswith(f"| {config} |")).split(" | ")
+
+    assert cells("deadline")[-2] == f"{int(met)} / 1"
     assert f"Deadline for deadline: met in {int(met)} of 1 runs" in report
-    assert next(line for line in report.splitlines() if line.startswith("| hybrid |")).endswith("| - |")
+    assert cells("hybrid")[-2] == "-"
+    # the workers' CPU and memory, read from CloudWatch (moto) into each ledger: the on-demand run's own
+    on_demand = ledger_totals(runs_folder / "on-demand-01")
+    assert cells("on-demand")[-1] == f"{on_demand['cpu_percent']:.0f}% / {on_demand['memory_mb']:,.0f} MB |"
     assert set(paths.charts) == {"cost_per_run", "wall_time", "cumulative_cost", "hybrid_timeline"}
     for chart in paths.charts.values():
         width, height = png_size(chart)
