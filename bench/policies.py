@@ -6,10 +6,11 @@ The traces: AWS p3.2xlarge spot availability, 9 zones, 45 days, one value per 19
 (Wu et al., "Can't Be Late: Optimizing Spot Instance Savings under Deadlines", NSDI 2024; collected by the
 SkyPilot team, github.com/skypilot-org/spot-traces). They are not in this repository: give their folder.
 
-The job: one instance, 10 hours of work, changeover 0.1 h (rounded up to whole seconds: 360 s), spot
-0.918 $/h, on-demand 3.06 $/h, nothing lost to a reclaim (the notice drains). 20 random start offsets per
-zone (the same offsets for every policy and deadline), deadlines 12, 16 and 24 hours. Per policy and
-deadline: mean and p90 of cost / optimum, mean cost / all on-demand, share of deadlines met.
+The job: one instance, 10 hours of work, changeover 0.1 h (rounded up to whole seconds: 360 s), the price
+table's p3.2xlarge us-east-1 prices (spot: the zones' median), nothing lost to a reclaim (the notice
+drains). 20 random start offsets per zone (the same offsets for every policy and deadline), deadlines 12,
+16 and 24 hours. Per policy and deadline: mean and p90 of cost / optimum, mean cost / all on-demand, share
+of deadlines met.
 
 Then the speed of the what-if engine: single-instance jobs per second per core (this process is one core)
 over windows of the 45-day trace, against the optimum's dynamic program as the baseline in the same run,
@@ -23,6 +24,7 @@ import random
 import time
 from pathlib import Path
 
+from coordinator.cost.pricing import PriceTable
 from coordinator.policies.deadline import DeadlineAware
 from coordinator.whatif.engine import simulate_job
 from coordinator.whatif.job import WhatIfJob
@@ -43,7 +45,11 @@ DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "spot
 DEADLINE_HOURS = (12, 16, 24)
 WORK_HOURS = 10
 CHANGEOVER_SECONDS = 360  # 0.1 h
-SPOT, ON_DEMAND = 0.918, 3.06  # $/h, p3.2xlarge (the price table's reference figures)
+# $/h: the traces' type in the price table (coordinator/cost/prices.csv), spot the median of its zones
+SPOT, ON_DEMAND = (
+    PriceTable.load().lookup("aws", "us-east-1", "p3.2xlarge", market).usd_per_hour
+    for market in ("spot", "on-demand")
+)
 GOAL_RATIO = 1.10
 SWEEP_RESERVES = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 
@@ -162,6 +168,7 @@ def main() -> None:
         raise SystemExit(f"no traces (*.json) in {args.traces}: give --traces <folder>")
     traces = [AvailabilityTrace.load(path, one_means="available") for path in files]
     print(f"{len(traces)} traces from {args.traces}, {args.offsets} offsets each, seed {args.seed}")
+    print(f"prices (price table, p3.2xlarge us-east-1): spot {SPOT:g} $/h, on-demand {ON_DEMAND:g} $/h")
     started = time.perf_counter()
     windows = zone_windows(traces, args.offsets, args.seed)
     print_comparison(compare(windows))
