@@ -1,14 +1,14 @@
 """Simulator only: the spotbatch stack on the embedded AWS (moto, or LocalStack where one runs).
 
 The stack applied here is `terraform/stacks/aws`, the one `make apply-real` applies, with the emulator's
-endpoint and credentials as variables. What a real user does by hand happens here in order:
+endpoint and credentials as variables. What a real user does by hand happens here, in fewer steps:
 
 1. the simulator's own identity: an administrator user made in the emulator (its credentials, not the fake
    bootstrap pair, are used from then on, so the emulator can enforce IAM and the simulator still works);
    the worker roles trust it, since it plays EC2 handing the roles to instances;
-2. the stack applied without a worker image (no launch templates yet), as on a fresh account;
-3. the worker image pushed to the stack's repository (`image.py`: its manifest, named by digest);
-4. the stack applied again with the image: the launch templates, with the rendered boot script.
+2. the stack applied once, its launch templates already naming the simulated worker image by digest (the
+   manifest is fixed, so its digest is known before the push; a user applies, pushes, applies again);
+3. the image pushed to the stack's repository (`image.py`: its manifest), under that digest.
 
 Usage::
 
@@ -28,7 +28,7 @@ from typing import Any
 
 from coordinator.errors import InfraError
 from coordinator.sim.emulator import MotoServer
-from coordinator.sim.image import publish_image
+from coordinator.sim.image import image_reference, publish_image
 from coordinator.stack.deployment import Deployment, StackSettings
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.target import AwsTarget, require_loopback
@@ -86,16 +86,24 @@ def simulator_identity(bootstrap: AwsTarget) -> tuple[AwsTarget, str]:
 def deploy(
     admin: AwsTarget, admin_arn: str, state_dir: Path, settings: StackSettings
 ) -> tuple[Deployment, dict[str, Any]]:
-    """Apply without an image, push the image, apply with it (what `make apply-real` + `image-push` do)."""
+    """One apply with the launch templates already naming the simulated image by digest (its registry
+    from ECR, its digest fixed), then the push: what `make apply-real` + `make image-push` + `make
+    apply-real` end with, in one apply (a real image's digest is known only once it is built)."""
     deployment = Deployment(state_dir, admin)
+    ecr = admin.client("ecr")
+    registry = ecr.get_authorization_token()["authorizationData"][0]["proxyEndpoint"].split("://")[-1]
+    expected = image_reference(f"{registry.rstrip('/')}/{settings.name}-worker")
     variables = {
         **settings.variables(admin),
         "force_destroy": True,  # simulated buckets and images go with the stack
         "worker_trusted_principals": [admin_arn],
+        "worker_image": expected,
     }
-    first = deployment.apply(variables)
-    reference = publish_image(admin.client("ecr"), str(first["repository_url"]))
-    return deployment, deployment.apply({**variables, "worker_image": reference})
+    outputs = deployment.apply(variables)
+    pushed = publish_image(ecr, str(outputs["repository_url"]))
+    if pushed != expected:
+        raise InfraError(f"the simulated image went to {pushed}, but the launch templates name {expected}")
+    return deployment, outputs
 
 
 @contextmanager

@@ -62,6 +62,12 @@ def manifest() -> str:
     return json.dumps(document, sort_keys=True, separators=(",", ":"))
 
 
+def image_reference(repository_url: str) -> str:
+    """`<url>@<digest>` of the simulated image in a repository: known before the push (the manifest is
+    fixed), so the launch templates can name it in the stack's first apply."""
+    return f"{repository_url}@{digest_of(manifest().encode())}"
+
+
 def publish_image(ecr: Any, repository_url: str, tag: str = SIMULATED_TAG) -> str:
     """Push the simulated image's manifest (again: the same digest) and return `<url>@<digest>`."""
     repository = repository_url.split("/", 1)[1]
@@ -78,4 +84,4 @@ def publish_image(ecr: Any, repository_url: str, tag: str = SIMULATED_TAG) -> st
     except ClientError as error:  # immutable tags: the same image pushed before is fine
         if error.response["Error"]["Code"] != "ImageAlreadyExistsException":
             raise
-    return f"{repository_url}@{digest}"
+    return image_reference(repository_url)

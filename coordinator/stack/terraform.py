@@ -85,6 +85,14 @@ def cli_config_text(mirror: Path) -> str:
     )
 
 
+def error_lines(output: str, most: int = 80) -> list[str]:
+    """What to show of a failed command: every `Error:` block from the first (Terraform reports each
+    invalid variable in one), else the last lines."""
+    lines = output.strip().splitlines()
+    first = next((i for i, line in enumerate(lines) if line.lstrip("│ ").startswith("Error:")), None)
+    return lines[first:][:most] if first is not None else lines[-25:]
+
+
 @dataclass(frozen=True, slots=True)
 class CommandResult:
     args: list[str]
@@ -165,7 +173,7 @@ class Terraform:
         seconds = time.monotonic() - started
         self.timings[args[0]] = self.timings.get(args[0], 0.0) + seconds
         if result.returncode != 0:
-            tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-25:])
+            tail = "\n".join(error_lines(result.stderr or result.stdout))
             raise TerraformError(f"`terraform {' '.join(args[:1])}` in {self.stack_dir} failed:\n{tail}")
         return CommandResult(command, seconds, result.stdout)
 

@@ -65,27 +65,32 @@ def test_readmes_list_every_input_and_output() -> None:
         assert not missing, f"{module}/README.md lacks {missing}"
 
 
-@pytest.mark.parametrize(
-    ("variable", "value", "message"),
-    [
-        ("bucket_name", "Not_A_Bucket", "bucket_name must be a valid S3 bucket name"),
-        ("region", "moon-1", "region must look like us-east-1"),
-        ("on_demand_price", "0", "on_demand_price must be a positive number"),
-        ("image_id", "ubuntu", "image_id must be null or an AMI id"),
-    ],
-)
-def test_the_aws_stack_refuses_bad_variables_by_name(
-    variable: str, value: str, message: str, tmp_path: Path, terraform_ready: None
-) -> None:
+BAD_VARIABLES = {  # each refused by its own validation, all in one plan (Terraform reports every one)
+    "bucket_name": ("Not_A_Bucket", "bucket_name must be a valid S3 bucket name"),
+    "region": ("moon-1", "region must look like us-east-1"),
+    "on_demand_price": ("0", "on_demand_price must be a positive number"),
+    "image_id": ("ubuntu", "image_id must be null or an AMI id"),
+}
+
+
+def test_the_aws_stack_refuses_bad_variables_by_name(tmp_path: Path, terraform_ready: None) -> None:
     from coordinator.errors import TerraformError
 
     tf = Terraform.discover(TERRAFORM_DIR / "stacks" / "aws", state_dir=tmp_path)
     tf.init()
-    variables = {
-        "region": "us-east-1",
-        "on_demand_price": 0.2,
-        "bucket_name": "spotbatch-ok",
-        variable: value,
-    }
-    with pytest.raises(TerraformError, match=message):
-        tf.plan(variables)
+    with pytest.raises(TerraformError) as refused:
+        tf.plan({name: value for name, (value, _) in BAD_VARIABLES.items()})
+    missing = [message for _, message in BAD_VARIABLES.values() if message not in str(refused.value)]
+    assert missing == [], str(refused.value)
+
+
+def test_the_example_backend_takes_over_from_the_wrappers_local_state(tmp_path: Path) -> None:
+    """With backend.tf (local) the wrapper puts the state under the state folder; with backend.tf.example
+    in its place it passes no state path and the S3 backend holds the state."""
+    import shutil
+
+    stack = tmp_path / "aws"
+    shutil.copytree(TERRAFORM_DIR / "stacks" / "aws", stack, ignore=shutil.ignore_patterns(".terraform*"))
+    assert Terraform.discover(stack, state_dir=tmp_path / "state").local_backend
+    (stack / "backend.tf").write_text((stack / "backend.tf.example").read_text())
+    assert not Terraform.discover(stack, state_dir=tmp_path / "state").local_backend
