@@ -47,7 +47,7 @@ class WorkerHandle(Protocol):
     def wait(self, timeout: float) -> int | None: ...
 
 
-def _run_worker_child(env: dict[str, str], log_path: str) -> None:
+def _run_worker_child(env: dict[str, str], log_path: str, argv: tuple[str, ...] = ()) -> None:
     os.setsid()  # its own session, like a process on another machine: signals reach it alone
     os.nice(WORKER_NICENESS)
     os.environ.clear()  # the container's environment only: nothing of this host's (no credentials)
@@ -57,7 +57,7 @@ def _run_worker_child(env: dict[str, str], log_path: str) -> None:
     os.dup2(fd, 2)
     os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's; the runtime stops workers
-    sys.exit(inference.worker.main([]))
+    sys.exit(inference.worker.main(list(argv)))
 
 
 class ForkedWorker:
@@ -66,9 +66,15 @@ class ForkedWorker:
     look goes through one lock and none of them blocks."""
 
     def __init__(
-        self, context: multiprocessing.context.ForkServerContext, env: dict[str, str], log_path: Path
+        self,
+        context: multiprocessing.context.ForkServerContext,
+        env: dict[str, str],
+        log_path: Path,
+        argv: tuple[str, ...] = (),
     ) -> None:
-        self._process = context.Process(target=_run_worker_child, args=(env, str(log_path)), daemon=False)
+        self._process = context.Process(
+            target=_run_worker_child, args=(env, str(log_path), argv), daemon=False
+        )
         self._process.start()
         self._lock = threading.Lock()
         self.pid = self._process.pid
@@ -90,7 +96,7 @@ class ForkedWorker:
 
 
 class ExecWorker:
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, env: dict[str, str], log_path: Path, argv: tuple[str, ...] = ()) -> None:
         with open(log_path, "ab") as log:
             self._process = subprocess.Popen(
                 [
@@ -100,6 +106,7 @@ class ExecWorker:
                     sys.executable,
                     "-m",
                     "inference.worker",
+                    *argv,
                 ],
                 env=env,  # the container's environment only: nothing of this host's (no credentials)
                 stdout=log,
@@ -135,7 +142,8 @@ class WorkerLauncher:
             self._context = multiprocessing.get_context("forkserver")
             self._context.set_forkserver_preload([__name__])
 
-    def start(self, env: dict[str, str], log_path: Path) -> WorkerHandle:
+    def start(self, env: dict[str, str], log_path: Path, argv: tuple[str, ...] = ()) -> WorkerHandle:
+        """A worker with `env` as its whole environment (and `argv`, the worker's own options, if any)."""
         if self._context is not None:
-            return ForkedWorker(self._context, env, log_path)
-        return ExecWorker(env, log_path)
+            return ForkedWorker(self._context, env, log_path, argv)
+        return ExecWorker(env, log_path, argv)
