@@ -128,9 +128,16 @@ def apply_real_command(args: argparse.Namespace) -> int:
     state_dir = state_dir_of(args)
     target = AwsTarget.chosen(args.region or saved_region(state_dir), args.endpoint)
     deployment = Deployment(state_dir, target)
-    settings = settings_for_apply(args, deployment.saved_variables(), state_dir)
-    preflight_for_apply(args, target, settings, budget_guard(args))
+    saved = deployment.saved_variables()
+    if saved and saved.get("endpoint") != target.endpoint:
+        where = f"the emulator at {saved['endpoint']}" if saved.get("endpoint") else "AWS"
+        raise InfraError(
+            f"{state_dir} holds a stack applied to {where}, not {target.describe}: give the same target, "
+            "or another --state-dir"
+        )
+    settings = settings_for_apply(args, saved, state_dir)
     on_demand = on_demand_quote(args, target, settings.instance_type)
+    preflight_for_apply(args, target, settings, on_demand, budget_guard(args))
     variables = {**settings.variables(target), "on_demand_price": on_demand.rate_usd_per_hour}
     if target.is_emulator:
         # the simulator's machines assume the job roles as this caller (moto trusts only AWS principals)

@@ -3,7 +3,8 @@
 Usage::
 
     settings = settings_for_apply(args, deployment.saved_variables(), state_dir)
-    preflight_for_apply(args, target, settings, guard)
+    on_demand = on_demand_quote(args, target, settings.instance_type)   # the table's, or --live-prices
+    preflight_for_apply(args, target, settings, on_demand, guard)
     print(planned_summary(deployment.plan(settings.variables(target))))
     alive = destroy_stack(state_dir)          # instance ids of the project still alive afterwards
 """
@@ -78,7 +79,11 @@ def on_demand_quote(args: argparse.Namespace, target: AwsTarget, instance_type: 
 
 
 def preflight_for_apply(
-    args: argparse.Namespace, target: AwsTarget, settings: StackSettings, guard: BudgetGuard
+    args: argparse.Namespace,
+    target: AwsTarget,
+    settings: StackSettings,
+    on_demand: PriceQuote,
+    guard: BudgetGuard,
 ) -> None:
     from coordinator.paths import preflight_log_path
     from coordinator.preflight import checks as preflight
@@ -87,7 +92,7 @@ def preflight_for_apply(
     plan = preflight.LaunchPlan(
         job_id="infra",
         estimate_usd=0.0,
-        price=on_demand_quote(args, target, settings.instance_type),
+        price=on_demand,
         shutdown_behavior="terminate",
         max_lifetime_seconds=settings.max_lifetime_seconds,
     )
