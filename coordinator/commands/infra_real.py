@@ -67,11 +67,11 @@ def on_demand_quote(args: argparse.Namespace, target: AwsTarget, instance_type: 
     table = PriceTable.load()
     if not args.live_prices:
         return table.quote("aws", target.region, instance_type, "on-demand")
-    from coordinator.cost.live_prices import PRICING_REGION, live_quotes
+    from coordinator.cost.live_prices import PRICING_REGION, live_quotes, zone_names
 
-    pricing = AwsTarget(PRICING_REGION, target.endpoint, target.credentials).client("pricing")
+    pricing = target.in_region(PRICING_REGION).client("pricing")
     ec2 = target.client("ec2")
-    zones = [z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]]
+    zones = zone_names(ec2)
     quotes = live_quotes(
         table, region=target.region, instance_type=instance_type, zones=zones, ec2=ec2, pricing=pricing
     )

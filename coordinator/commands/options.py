@@ -19,7 +19,7 @@ from typing import TypeAlias
 from coordinator.cost.budget import CEILING_ENV, DEFAULT_CEILING_USD, BudgetGuard
 from coordinator.paths import spend_log_path
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
-from coordinator.stack.target import EMULATOR_REGION, resolve_region
+from coordinator.stack.target import region_or_emulators, resolve_region
 
 # what `add_subparsers()` returns; a string, since argparse's class is not subscriptable at run time
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -66,11 +66,4 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
 def region_of(args: argparse.Namespace, *, offline: bool = False) -> str:
     """`--region`, else the environment's or the profile's. `offline` (price look-ups, the emulator):
     without any, the emulator's region, so that nothing offline needs an AWS configuration."""
-    if offline and not args.region:
-        from coordinator.errors import ConfigError
-
-        try:
-            return resolve_region(None)
-        except ConfigError:
-            return EMULATOR_REGION
-    return resolve_region(args.region)
+    return region_or_emulators(args.region) if offline else resolve_region(args.region)

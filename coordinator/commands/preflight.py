@@ -38,7 +38,7 @@ def add_parser(commands: Subcommands) -> None:
 
 def preflight_command(args: argparse.Namespace) -> int:
     from coordinator.cost.budget import parse_amount
-    from coordinator.cost.live_prices import PRICING_REGION, live_quotes
+    from coordinator.cost.live_prices import PRICING_REGION, live_quotes, zone_names
     from coordinator.cost.pricing import PriceTable
     from coordinator.paths import preflight_log_path
     from coordinator.preflight import checks as preflight
@@ -50,8 +50,8 @@ def preflight_command(args: argparse.Namespace) -> int:
     table = PriceTable.load()
     quote = table.quote("aws", target.region, args.instance_type, args.market)
     if args.live_prices:
-        zones = [z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]]
-        pricing = AwsTarget(PRICING_REGION).client("pricing")
+        zones = zone_names(ec2)
+        pricing = target.in_region(PRICING_REGION).client("pricing")
         quotes = live_quotes(
             table,
             region=target.region,

@@ -53,7 +53,7 @@ def quotes_for_run(args: argparse.Namespace, cloud: CloudTarget, spec: JobSpec) 
     from coordinator.cost.live_prices import PRICING_REGION, live_quotes
 
     target = cloud.target
-    pricing = AwsTarget(PRICING_REGION, target.endpoint, target.credentials).client("pricing")
+    pricing = target.in_region(PRICING_REGION).client("pricing")
     return live_quotes(
         PriceTable.load(),
         region=spec.region,

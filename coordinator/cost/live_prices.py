@@ -75,6 +75,11 @@ def live_on_demand(pricing: Any, region: str, instance_type: str) -> tuple[float
     return None
 
 
+def zone_names(ec2: Any) -> list[str]:
+    """The region's availability zones, for a quote without a stack's subnets (pre-flight, apply-real)."""
+    return [z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]]
+
+
 def live_quotes(
     table: PriceTable,
     *,

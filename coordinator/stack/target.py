@@ -96,6 +96,15 @@ def resolve_region(flag: str | None) -> str:
     return region
 
 
+def region_or_emulators(flag: str | None) -> str:
+    """`resolve_region`, else the emulator's region: for what needs no AWS configuration (an emulator,
+    a price look-up)."""
+    try:
+        return resolve_region(flag)
+    except ConfigError:
+        return EMULATOR_REGION
+
+
 @dataclass(frozen=True, slots=True)
 class AwsTarget:
     region: str
@@ -118,10 +127,7 @@ class AwsTarget:
         fake pair. Never the `AWS_*` keys: those may be real ones."""
         if endpoint is None:
             return cls.real(region_flag)
-        try:
-            region = resolve_region(region_flag)
-        except ConfigError:
-            region = EMULATOR_REGION
+        region = region_or_emulators(region_flag)
         key, secret = (
             os.environ.get(f"SPOTBATCH_EMULATOR_{n}") for n in ("ACCESS_KEY_ID", "SECRET_ACCESS_KEY")
         )
@@ -134,6 +140,10 @@ class AwsTarget:
         if credentials is None:
             return cls(region, require_loopback(endpoint))
         return cls(region, require_loopback(endpoint), credentials)
+
+    def in_region(self, region: str) -> AwsTarget:
+        """The same AWS (or emulator, with its keys) in another region: the Price List API's, say."""
+        return AwsTarget(region, self.endpoint, self.credentials)
 
     def with_credentials(self, access_key: str, secret_key: str) -> AwsTarget:
         """The same emulator as another of its users (real AWS: refused, credentials come from the chain)."""
