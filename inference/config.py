@@ -35,3 +35,4 @@ class WorkerConfig:
     notice_poll_every: float = NOTICE_POLL_SECONDS
     poll_notices: bool = True
     threads: int | None = None
+    pace: float | None = None  # rows per second of the instance type a simulated worker stands for

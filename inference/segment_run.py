@@ -32,6 +32,7 @@ from inference.heartbeat import HeartbeatWriter
 from inference.interruption import StopSignal
 from inference.layout import part_key
 from inference.model import Classifier
+from inference.pace import Pace
 from inference.plan import Batch, BatchPlan, plan_batches
 from inference.storage import ObjectStore, open_store, split_uri
 
@@ -52,6 +53,7 @@ class WorkerOutcome:
     rows_total: int
     batches_run: int
     truncated: int
+    pace_lag_share: float = 0.0  # simulator only: how far the host left the worker behind its pace
 
 
 class SegmentRun:
@@ -169,16 +171,18 @@ class SegmentRun:
         self, classifier: Classifier, heartbeat: HeartbeatWriter, checkpoint: Checkpoint, work: _Work
     ) -> WorkerOutcome:
         """Every batch from the checkpoint on; a part and a checkpoint at each chunk's end and on a stop."""
-        total = self.config.stop - self.config.start
         results: dict[int, tuple[str, float]] = {}
         part_first = checkpoint.next_batch
         batches_run = truncated = 0
         rows_at_resume = rows_done = checkpoint.rows_done
         started = time.monotonic()
+        pace = Pace(self.config.pace) if self.config.pace else None
         for batch in work.plan.batches[checkpoint.next_batch :]:
             truncated += self._predict(classifier, work, batch, results)
             batches_run += 1
             rows_done += len(batch.rows)
+            if pace is not None:
+                pace.after(rows_done - rows_at_resume, self.stop.wait)
             rate = (rows_done - rows_at_resume) / (time.monotonic() - started)
             heartbeat.update(rows_done=rows_done, next_batch=batch.index + 1, rows_per_s=round(rate, 2))
             stopping = self.stop.requested
@@ -193,10 +197,21 @@ class SegmentRun:
                     batch.index + 1,
                     checkpoint.rows_done,
                 )
-                return WorkerOutcome("draining", checkpoint.rows_done, total, batches_run, truncated)
+                return self._outcome("draining", checkpoint, batches_run, truncated, pace)
         if truncated:
             log.info("%d text(s) longer than %d tokens were truncated", truncated, self.config.max_length)
-        return WorkerOutcome("done", checkpoint.rows_done, total, batches_run, truncated)
+        return self._outcome("done", checkpoint, batches_run, truncated, pace)
+
+    def _outcome(
+        self, state: str, checkpoint: Checkpoint, batches_run: int, truncated: int, pace: Pace | None
+    ) -> WorkerOutcome:
+        lag = pace.lag_share if pace is not None else 0.0
+        if pace is not None:
+            log.info(
+                "pace %.1f rows/s: %.1f%% behind (%.2f s)", pace.rows_per_second, 100 * lag, pace.lag_seconds
+            )
+        total = self.config.stop - self.config.start
+        return WorkerOutcome(state, checkpoint.rows_done, total, batches_run, truncated, lag)
 
     def _predict(
         self, classifier: Classifier, work: _Work, batch: Batch, results: dict[int, tuple[str, float]]

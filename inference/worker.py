@@ -137,6 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     option("heartbeat-every", float, HEARTBEAT_SECONDS, "seconds between heartbeats")
     option("notice-poll-every", float, NOTICE_POLL_SECONDS, "seconds between interruption-notice polls")
     option("threads", int, 0, "torch threads (0: every usable CPU)")
+    option(
+        "pace",
+        float,
+        0.0,
+        "simulator only: rows per second of the instance type stood for (0: as fast as possible)",
+    )
     parser.add_argument(
         "--no-notice-poll",
         action="store_true",
@@ -166,6 +172,7 @@ def config_from_args(args: argparse.Namespace) -> WorkerConfig:
         notice_poll_every=args.notice_poll_every,
         poll_notices=not args.no_notice_poll,
         threads=args.threads or None,
+        pace=args.pace or None,
     )
 
 

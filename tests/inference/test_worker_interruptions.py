@@ -160,8 +160,9 @@ def test_sigterm_drains_within_seconds_and_resumes(
 def test_spot_notice_from_metadata_endpoint_drains_and_resumes(
     tmp_path: Path, sentences_parquet: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Small batches (8 rows, 150 in the segment): the notice takes a few batches to be seen, and 20
-    # interruptions must still fit before the end. The reference is an uninterrupted run of the same plan.
+    # Small batches (8 rows, 150 in the segment), paced to 0.1 s each as a simulated instance is: the notice
+    # (polled every 0.05 s) is seen within a batch or two however fast the host, so 20 interruptions fit
+    # before the end. The reference is an uninterrupted, unpaced run of the same plan.
     batch_size, instance = 8, "i-0123456789abcdef0"
     batches = (STOP - START) // batch_size
     reference = uninterrupted_output(str(tmp_path / "ref"), sentences_parquet, tiny_model_dir, batch_size)
@@ -171,7 +172,14 @@ def test_spot_notice_from_metadata_endpoint_drains_and_resumes(
     with MetadataServer() as imds:
         monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint_for(instance))
         args = worker_args(
-            sentences_parquet, tiny_model_dir, output, "--notice-poll-every", "0.05", batch_size=batch_size
+            sentences_parquet,
+            tiny_model_dir,
+            output,
+            "--notice-poll-every",
+            "0.05",
+            "--pace",
+            "80",
+            batch_size=batch_size,
         )
         resume_at = 0
         for gap in gaps:

@@ -1,0 +1,51 @@
+"""A paced worker's time is the instance type's, whatever the host: it waits when the host is fast and
+counts the lag when the host is slow."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.pace import Pace
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.waits: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def wait(self, seconds: float) -> bool:
+        self.waits.append(round(seconds, 6))
+        self.now += seconds
+        return False
+
+
+def test_a_fast_host_waits_until_the_pace_allows_the_next_batch() -> None:
+    clock = FakeClock()
+    pace = Pace(rows_per_second=100.0, clock=clock)
+    for batch in range(1, 4):
+        clock.now += 0.1  # the host computes 50 rows in 0.1 s; the instance type needs 0.5 s
+        pace.after(50 * batch, clock.wait)
+    assert clock.waits == [0.4, 0.4, 0.4]
+    assert clock.now == pytest.approx(101.5)  # 150 rows at 100 rows/s, to the millisecond
+    assert pace.lag_share == 0.0
+
+
+def test_a_slow_host_is_counted_as_lag_and_not_made_up_later() -> None:
+    clock = FakeClock()
+    pace = Pace(rows_per_second=100.0, clock=clock)
+    clock.now += 0.8  # 50 rows took 0.8 s where the type takes 0.5: 0.3 s behind
+    pace.after(50, clock.wait)
+    assert clock.waits == [] and pace.lag_seconds == pytest.approx(0.3)
+    clock.now += 0.1  # a fast batch afterwards waits for its own share only, it does not race to catch up
+    pace.after(100, clock.wait)
+    assert clock.waits == [pytest.approx(0.4)]
+    assert pace.lag_share == pytest.approx(0.3 / 1.0)
+
+
+@pytest.mark.parametrize("rate", [0.0, -1.0, float("nan")])
+def test_a_pace_that_is_not_a_positive_rate_is_refused(rate: float) -> None:
+    with pytest.raises(ValueError, match="positive number of rows per second"):
+        Pace(rows_per_second=rate)
