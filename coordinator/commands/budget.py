@@ -1,4 +1,6 @@
-"""`spotbatch budget status|check|estimate`: what the guard has spent and reserved, and whether more fits."""
+"""`spotbatch budget status|check|estimate|repair`: what the guard has spent and reserved (each open
+reservation by label and age), whether more fits, and the one repair the guard allows: cutting a torn last
+line it began itself, after copying the log aside."""
 
 from __future__ import annotations
 
@@ -20,6 +22,12 @@ def add_parser(commands: Subcommands) -> None:
     status = budget.add_parser("status", help="ceiling, spent, reserved, remaining, per label")
     add_budget_options(status)
     status.set_defaults(handler=status_command)
+
+    repair = budget.add_parser(
+        "repair", help="remove a torn last line the guard began (a full disk, a crash); keeps a copy"
+    )
+    add_budget_options(repair)
+    repair.set_defaults(handler=repair_command)
 
     check = budget.add_parser("check", help="would an estimate fit? (exit 3 if not; writes nothing)")
     check.add_argument("--estimate", required=True, help="dollars")
@@ -53,6 +61,34 @@ def status_command(args: argparse.Namespace) -> int:
         print(f"{'label':<{width}}  {'spent':>9}  {'reserved':>9}")
         for label, totals in state.by_label.items():
             print(f"{label:<{width}}  ${totals.spent:>8.2f}  ${totals.reserved:>8.2f}")
+    if state.reservations:
+        print("open reservations (authorized, no actual yet: an operation running, or one that died)")
+        for label, reservations in state.reservations.items():
+            for reservation in reservations:
+                age = reservation.age_seconds()
+                shown = "age unknown" if age is None else f"{_duration(age)} old"
+                print(f"  {label}  ${reservation.estimate:.2f}  since {reservation.ts} ({shown})")
+    return 0
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def repair_command(args: argparse.Namespace) -> int:
+    guard = budget_guard(args)
+    result = guard.repair()
+    if result.copy is None:
+        print(f"{guard.log_path}: nothing to repair (every line is whole)")
+        return 0
+    print(
+        f"{guard.log_path}: removed the torn last line {result.removed[:80]!r}; the log before: {result.copy}"
+    )
     return 0
 
 

@@ -18,13 +18,18 @@ The log is append-only JSONL, one line per event, never edited, never truncated:
     {"ts": "2026-12-02T12:00:00.123456+00:00", "op_label": "...", "estimated": 3.0, "currency": "USD"}
     {"ts": "...", "op_label": "...", "estimated": 3.0, "actual": 2.41, "currency": "USD"}
 
-Every read-check-append runs under an exclusive `flock` on a lock file beside the log, so processes that
-authorize at the same time are serialised and cannot pass the ceiling together. A line that does not parse
-(a crash mid-write, a hand edit) stops the guard with an error naming the file and line; the guard never
-repairs the log itself.
+Every read-check-append runs under an exclusive `flock` on the log file itself (opened 0600), so processes
+and threads that authorize at the same time are serialised and cannot pass the ceiling together; a log
+deleted or replaced while a caller waited for the lock is noticed (the locked file is no longer the one at
+the path) and opened again. Each record is written whole or not at all: one `write` of the full line,
+checked; a short write (a full disk) is cut back to where it began. A line that does not parse (a crash
+mid-write, a hand edit) stops the guard with an error naming the file and line; the guard never repairs the
+log by itself. `spotbatch budget repair` removes a torn last line the guard itself began (a prefix of one
+of its records, with no newline), after copying the whole log aside.
 
-Environment: `LYNX_CLOUD_BUDGET_USD` overrides the constructor's ceiling; `BUDGET_GUARD_TEST_MODE=1`
-keeps the log in memory (nothing on disk).
+Reservations belong to operations, and an operation is authorized once: `authorize_once(label, ...)` does
+nothing if `label` already holds an open reservation (a coordinator restarted after authorizing but before
+recording its attempt does not reserve the same launch twice).
 
     SpotbatchError
     ├── BudgetGuardExceeded   the operation would pass the ceiling (do not retry)
@@ -33,10 +38,14 @@ keeps the log in memory (nothing on disk).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import math
 import os
+import shutil
+import stat
+import threading
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,13 +64,17 @@ TOLERANCE_USD = 1e-9  # float sums of cents must not refuse an estimate that lan
 
 
 def parse_amount(value: object, what: str) -> float:
-    """A finite number >= 0, or a `BudgetConfigError` that quotes the value."""
-    if isinstance(value, bool):
+    """A finite number >= 0, or a `BudgetConfigError` that quotes the value.
+
+    Text is parsed (it comes from flags and the environment); truth values and bytes are not amounts,
+    whatever `float()` makes of them (`True`, `numpy.bool_(True)` and `b"1"` would all be $1)."""
+    if isinstance(value, bool | bytes | bytearray | memoryview) or type(value).__name__ in ("bool", "bool_"):
         raise BudgetConfigError(f"{what} must be a number of dollars, got {value!r}")
     try:
         amount = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise BudgetConfigError(f"{what} must be a number of dollars, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise BudgetConfigError(f"{what} must be a number of dollars, got {shown}") from None
     if not math.isfinite(amount) or amount < 0:
         raise BudgetConfigError(f"{what} must be a finite number >= 0, got {value!r}")
     return amount
@@ -90,13 +103,30 @@ class LabelTotals:
 
 
 @dataclass(frozen=True, slots=True)
+class Reservation:
+    estimate: float
+    ts: str  # when it was authorized (ISO 8601, UTC)
+
+    def age_seconds(self, now: datetime | None = None) -> float | None:
+        try:
+            then = datetime.fromisoformat(self.ts)
+        except ValueError:
+            return None
+        return ((now or datetime.now(UTC)) - then).total_seconds()
+
+
+@dataclass(frozen=True, slots=True)
 class BudgetState:
     """Totals derived from the log at one instant."""
 
     spent: float
     reserved: float
     by_label: dict[str, LabelTotals]
-    open_reservations: dict[str, list[float]]  # label -> estimates without an actual, oldest first
+    reservations: dict[str, list[Reservation]]  # label -> reservations without an actual, oldest first
+
+    @property
+    def open_reservations(self) -> dict[str, list[float]]:
+        return {label: [r.estimate for r in found] for label, found in self.reservations.items()}
 
 
 def _parse_line(where: str, line: str, currency: str) -> SpendEntry:
@@ -105,8 +135,7 @@ def _parse_line(where: str, line: str, currency: str) -> SpendEntry:
     except json.JSONDecodeError as error:
         raise BudgetConfigError(
             f"{where}: corrupt line ({error.msg}): {line[:120]!r}. The guard never rewrites the log: move "
-            "the "
-            "file aside or fix that line by hand, then rerun"
+            "the file aside or fix that line by hand, then rerun"
         ) from None
     if not isinstance(record, dict) or not isinstance(record.get("op_label"), str):
         raise BudgetConfigError(f"{where}: expected an object with an op_label, got {line[:120]!r}")
@@ -126,25 +155,27 @@ def _parse_line(where: str, line: str, currency: str) -> SpendEntry:
 
 
 def summarize(entries: list[SpendEntry]) -> BudgetState:
-    open_reservations: dict[str, list[float]] = defaultdict(list)
+    reservations: dict[str, list[Reservation]] = defaultdict(list)
     spent_by_label: dict[str, float] = defaultdict(float)
     for entry in entries:
         if entry.actual is None:
-            open_reservations[entry.op_label].append(entry.estimated or 0.0)
+            reservations[entry.op_label].append(Reservation(entry.estimated or 0.0, entry.ts))
         else:
             spent_by_label[entry.op_label] += entry.actual
-            if entry.estimated is not None and open_reservations[entry.op_label]:
-                open_reservations[entry.op_label].pop(0)
-    labels = sorted(set(spent_by_label) | {k for k, v in open_reservations.items() if v})
+            if entry.estimated is not None and reservations[entry.op_label]:
+                reservations[entry.op_label].pop(0)
+    labels = sorted(set(spent_by_label) | {k for k, v in reservations.items() if v})
     by_label = {
-        label: LabelTotals(spent_by_label.get(label, 0.0), sum(open_reservations.get(label, [])))
+        label: LabelTotals(
+            spent_by_label.get(label, 0.0), sum(r.estimate for r in reservations.get(label, []))
+        )
         for label in labels
     }
     return BudgetState(
         spent=sum(spent_by_label.values()),
-        reserved=sum(sum(v) for v in open_reservations.values()),
+        reserved=sum(r.estimate for found in reservations.values() for r in found),
         by_label=by_label,
-        open_reservations={k: v for k, v in open_reservations.items() if v},
+        reservations={k: v for k, v in reservations.items() if v},
     )
 
 
@@ -159,34 +190,87 @@ class BudgetGuard:
         self.currency = CURRENCY
         self.in_memory = os.environ.get(TEST_MODE_ENV) == "1"
         self._memory: list[str] = []
+        self._threads = threading.Lock()  # threads of one process share a guard (and its memory log)
+        self._fd: int | None = None  # the locked log, while a read-check-append runs
 
     # -- the log -------------------------------------------------------------------------------------------
 
+    def _refuse(self, what: str, error: OSError | None = None) -> BudgetConfigError:
+        why = f": {error.strerror or error}" if error is not None else ""
+        return BudgetConfigError(f"{self.log_path}: {what}{why}")
+
+    def _open_locked(self) -> int:
+        """The log, opened (created 0600) and locked; opened again if it was replaced while we waited."""
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as error:
+            raise self._refuse("cannot create the spend log's folder", error) from None
+        for _ in range(100):
+            self._check_regular_file()
+            try:
+                fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError as error:
+                raise self._refuse("cannot open the spend log", error) from None
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.stat(self.log_path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                return fd
+            os.close(fd)  # deleted or replaced while we waited: the lock we hold guards nothing
+        raise self._refuse("the spend log keeps being replaced while the guard locks it")
+
+    def _check_regular_file(self) -> None:
+        try:
+            mode = os.stat(self.log_path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            raise self._refuse("cannot read the spend log", error) from None
+        if not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+            raise self._refuse(f"the spend log must be a regular file, and this is {kind}")
+
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        if self.in_memory:
-            yield
-            return
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path.with_name(self.log_path.name + ".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with self._threads:
+            if self.in_memory:
+                yield
+                return
+            self._fd = self._open_locked()
             try:
                 yield
             finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+                os.close(self._fd)  # closing releases the flock
+                self._fd = None
+
+    def _read_bytes(self) -> bytes:
+        if self._fd is None:  # read outside a lock (`state()` takes one; this is for `repair`'s callers)
+            raise RuntimeError("the spend log is read under its lock")
+        size = os.fstat(self._fd).st_size
+        chunks, offset = [], 0
+        while offset < size:
+            chunk = os.pread(self._fd, min(1 << 20, size - offset), offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks)
 
     def _read_lines(self) -> list[str]:
         if self.in_memory:
             return list(self._memory)
         try:
-            raw = self.log_path.read_bytes()
-        except FileNotFoundError:
-            return []
+            raw = self._read_bytes()
+        except OSError as error:
+            raise self._refuse("cannot read the spend log", error) from None
         if raw and not raw.endswith(b"\n"):
             last, tail = raw.count(b"\n") + 1, raw.rsplit(b"\n", 1)[-1][:120]
             raise BudgetConfigError(
-                f"{self.log_path}:{last}: truncated line (no newline: a crash mid-write?): {tail!r}. "
-                "The guard never rewrites the log: fix that line by hand, then rerun"
+                f"{self.log_path}:{last}: truncated line (no newline: a crash or a full disk mid-write?): "
+                f"{tail!r}. The guard never rewrites the log by itself: `spotbatch budget repair` removes a "
+                "torn line it began (keeping a copy of the log), or fix that line by hand"
             )
         try:
             return raw.decode("utf-8").splitlines()
@@ -203,14 +287,29 @@ class BudgetGuard:
         ]
 
     def _append(self, entry: SpendEntry) -> None:
+        """The record, whole or not at all: one checked write; a short one is cut back to where it began."""
         line = entry.to_json()
         if self.in_memory:
             self._memory.append(line)
             return
-        with open(self.log_path, "a", encoding="utf-8") as log:
-            log.write(line + "\n")
-            log.flush()
-            os.fsync(log.fileno())
+        assert self._fd is not None
+        data = (line + "\n").encode("utf-8")
+        before = os.fstat(self._fd).st_size
+        try:
+            written = os.write(self._fd, data)
+            if written != len(data):
+                raise OSError(errno.ENOSPC, f"only {written} of {len(data)} bytes written (disk full?)")
+            os.fsync(self._fd)
+        except OSError as error:
+            try:
+                os.ftruncate(self._fd, before)
+            except OSError:
+                raise self._refuse(
+                    "could not write the record and could not cut the torn line back (run `spotbatch budget "
+                    "repair` once the disk has room)",
+                    error,
+                ) from None
+            raise self._refuse(f"could not record {entry.op_label!r} (nothing was written)", error) from None
 
     def _check_currency(self, currency: str) -> None:
         if currency != self.currency:
@@ -218,19 +317,30 @@ class BudgetGuard:
 
     @staticmethod
     def _check_label(op_label: str) -> None:
-        if not isinstance(op_label, str) or not op_label.strip():
-            raise BudgetConfigError(f"op_label must be a non-empty string, got {op_label!r}")
+        if not isinstance(op_label, str) or not op_label.strip() or "\n" in op_label:
+            raise BudgetConfigError(f"op_label must be a non-empty one-line string, got {op_label!r}")
 
     # -- the interface ---------------------------------------------------------------------------------------
 
     def authorize(self, op_label: str, estimated_usd: float, *, currency: str = CURRENCY) -> None:
         """Reserve `estimated_usd` for `op_label`; `BudgetGuardExceeded` if it could pass the ceiling."""
+        self._authorize(op_label, estimated_usd, currency, once=False)
+
+    def authorize_once(self, op_label: str, estimated_usd: float, *, currency: str = CURRENCY) -> bool:
+        """As `authorize`, unless `op_label` already holds an open reservation: then nothing (False)."""
+        return self._authorize(op_label, estimated_usd, currency, once=True)
+
+    def _authorize(self, op_label: str, estimated_usd: float, currency: str, *, once: bool) -> bool:
         self._check_label(op_label)
         self._check_currency(currency)
         estimate = parse_amount(estimated_usd, f"estimate for {op_label!r}")
         with self._locked():
-            self._refuse_if_over(summarize(self._entries()), op_label, estimate)
+            state = summarize(self._entries())
+            if once and op_label in state.reservations:
+                return False
+            self._refuse_if_over(state, op_label, estimate)
             self._append(SpendEntry(_now(), op_label, estimate, None, self.currency))
+            return True
 
     def check(self, op_label: str, estimated_usd: float) -> None:
         """Raise as `authorize` would, but reserve nothing and write nothing."""
@@ -253,13 +363,44 @@ class BudgetGuard:
         actual = parse_amount(actual_usd, f"actual for {op_label!r}")
         with self._locked():
             state = summarize(self._entries())
-            reservations = state.open_reservations.get(op_label, [])
-            estimated = reservations[0] if reservations else None
+            reservations = state.reservations.get(op_label, [])
+            estimated = reservations[0].estimate if reservations else None
             self._append(SpendEntry(_now(), op_label, estimated, actual, self.currency))
 
     def state(self) -> BudgetState:
         with self._locked():
             return summarize(self._entries())
+
+    def repair(self) -> RepairResult:
+        """Remove a torn last line the guard began (no newline, a prefix of one of its records), after
+        copying the whole log aside. Anything else that does not parse is left for a person to read."""
+        if self.in_memory:
+            return RepairResult(None, b"")
+        with self._locked():
+            raw = self._read_bytes()
+            if not raw or raw.endswith(b"\n"):
+                self._entries()  # a corrupt line elsewhere is reported, never "repaired"
+                return RepairResult(None, b"")
+            keep = raw.rfind(b"\n") + 1
+            torn = raw[keep:]
+            if not torn.startswith(RECORD_START):
+                raise BudgetConfigError(
+                    f"{self.log_path}: the last line {torn[:120]!r} has no newline and is not a record the "
+                    "guard began; it is left for you to read and fix by hand"
+                )
+            copy = self.log_path.with_name(
+                f"{self.log_path.name}.before-repair-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
+            )
+            try:
+                shutil.copyfile(self.log_path, copy)
+                copy.chmod(0o600)
+                assert self._fd is not None
+                os.ftruncate(self._fd, keep)
+                os.fsync(self._fd)
+            except OSError as error:
+                raise self._refuse("could not repair the spend log", error) from None
+            self._entries()  # what is left parses
+            return RepairResult(copy, torn)
 
     @property
     def total_spent(self) -> float:
@@ -270,6 +411,15 @@ class BudgetGuard:
         """Ceiling less actuals and open reservations (what the next `authorize` may still use)."""
         state = self.state()
         return self.ceiling_usd - state.spent - state.reserved
+
+
+RECORD_START = b'{"ts": "'  # how every record the guard writes begins (`SpendEntry.to_json`)
+
+
+@dataclass(frozen=True, slots=True)
+class RepairResult:
+    copy: Path | None  # the whole log before the repair; None: nothing to repair
+    removed: bytes
 
 
 def _now() -> str:
