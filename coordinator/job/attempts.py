@@ -25,7 +25,9 @@ from coordinator.cost.ledger import AttemptRecord
 from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceQuote, PriceTable
 from coordinator.errors import AwsSetupError, BudgetGuardExceeded, CapacityError, LaunchError
 from coordinator.job.clock import CloudClock
+from coordinator.job.crash_points import crash_point
 from coordinator.job.fleet import Fleet
+from coordinator.job.instances import GONE_STATES
 from coordinator.job.launch_contract import LaunchRequest
 from coordinator.job.monitor import ActiveAttempt, AttemptView, Monitor
 from coordinator.job.spec import JobSpec
@@ -45,6 +47,9 @@ class Tracked:
     segment_index: int
     launched_cloud: float
     budget_label: str
+
+
+FINAL_BEATS = frozenset({"done", "draining", "failed"})  # a worker's last heartbeat before it exits
 
 
 def attempt_label(attempt_id: str, market: str) -> str:
@@ -104,8 +109,8 @@ class AttemptBook:
         job, segment = self.job_id, row.segment_id
         attempt_id = f"{job}/{segment}/{row.attempts + 1}"
         label = attempt_label(attempt_id, market)
-        try:
-            self.guard.authorize(label, self.estimate_usd(segment, market))
+        try:  # once: a coordinator that died right after this call does not reserve the launch twice
+            self.guard.authorize_once(label, self.estimate_usd(segment, market))
         except BudgetGuardExceeded as refusal:
             self.state.set_launching(job, segment, market=market, reason=reason)
             self.state.set_failed_launch(job, segment, reason=f"budget guard: {refusal}")
@@ -114,6 +119,7 @@ class AttemptBook:
             )
             log.error("%s: budget guard refused %s: %s", segment, attempt_id, refusal)
             return
+        crash_point("after-authorize")
         self.state.set_launching(job, segment, market=market, reason=reason)
         self.state.add_attempt(attempt_id, job, segment, market=market, instance_type=self.spec.instance_type)
         self.call_launch(row, attempt_id, market, label)
@@ -202,7 +208,8 @@ class AttemptBook:
         self.checkpointed.pop(segment, None)
         attempt = tracked.active
         self.fleet.terminate_and_confirm([attempt.instance_id])
-        ended = self.clock.now()
+        crash_point("after-terminate")
+        ended = self.instance_end(tracked, view)
         checkpoint = load_checkpoint(self.store, segment)
         rows_checkpointed = checkpoint.rows_done if checkpoint else 0
         earlier = self.state.attempts(self.job_id, segment)
@@ -222,6 +229,7 @@ class AttemptBook:
             billed_seconds=seconds,
             cost_usd=cost,
         )
+        crash_point("before-record-actual")
         self.guard.record_actual(tracked.budget_label, cost)
         self.monitor.forget(attempt.attempt_id)
         for hook in self.after_end:
@@ -235,6 +243,18 @@ class AttemptBook:
             ended - tracked.launched_cloud,
             cost,
         )
+
+    def instance_end(self, tracked: Tracked, view: AttemptView | None) -> float:
+        """When the instance stopped billing, in cloud seconds: now, unless it had already shut itself down
+        after its worker's last heartbeat (the boot script powers off when the worker exits), as when it
+        ended while the coordinator was down: then the last heartbeat's time, not the time it was noticed."""
+        now = self.clock.now()
+        beat = view.heartbeat if view else None
+        if view is None or beat is None or beat.state not in FINAL_BEATS:
+            return now
+        if view.instance_state is not None and view.instance_state not in GONE_STATES:
+            return now  # still running: it bills until the terminate just confirmed
+        return max(tracked.launched_cloud, min(now, self.clock.at(beat.ts)))
 
     # -- reading ------------------------------------------------------------------------------------------
 

@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import AttemptRecord
 from coordinator.cost.pricing import PriceQuote
-from coordinator.errors import AwsSetupError, DeadlineRequired, LeakError
+from coordinator.errors import AwsSetupError, DeadlineRequired, InvalidTransition, LeakError
 from coordinator.job import state as states
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.clock import CloudClock
+from coordinator.job.crash_points import crash_point
 from coordinator.job.fleet import Fleet
 from coordinator.job.launch_passes import launch_pass_for
 from coordinator.job.monitor import AttemptView, Monitor
@@ -125,6 +126,12 @@ class Controller:
             stopped = str(error)
             log.error("job %s stopped: %s", self.spec.job_id, error)
             self.abandon("the account refused the job")
+        except InvalidTransition:
+            # the coordinator's own bookkeeping failed, not the instances: they are healthy and keep their
+            # checkpoints; the same job id adopts them (each powers off at its max lifetime regardless)
+            alive = self.fleet.alive(self.spec.job_id)
+            log.error("job %s: instances left running for a resume to adopt: %s", self.spec.job_id, alive)
+            raise
         except BaseException:
             self.abandon("coordinator stopped")
             raise
@@ -156,11 +163,16 @@ class Controller:
         if view.verdict in ("running", "done", "draining", "failed") and current == states.LAUNCHING:
             self.state.set_running(job, segment, reason=f"first heartbeat from {view.attempt.instance_id}")
             book.boots_seen.append(self.clock.now() - book.active[segment].launched_cloud)
+        # a coordinator that died between a move and the end of the attempt finds the move made: no repeat
         if view.verdict == "done":
-            self.state.set_done(job, segment, reason=view.reason)
+            if current != states.DONE:
+                self.state.set_done(job, segment, reason=view.reason)
+                crash_point("after-state-done")
             book.end(segment, "done", view)
         elif view.verdict == "draining":
-            self.state.set_draining(job, segment, reason=view.reason)
+            if current != states.DRAINING:
+                self.state.set_draining(job, segment, reason=view.reason)
+                crash_point("after-state-draining")
             book.end(segment, "switched" if switching else "interrupted", view)
             why = "switched to spot" if switching else "drained"
             self.state.set_interrupted(job, segment, reason=f"{why}: checkpoint written, instance released")

@@ -38,6 +38,7 @@ from coordinator.cost.pricing import PriceQuote, PriceTable
 from coordinator.errors import StackOutputsError
 from coordinator.job.clock import CloudClock
 from coordinator.job.controller import Controller, JobOutcome
+from coordinator.job.crash_points import check_crash_setting
 from coordinator.job.fleet import Fleet
 from coordinator.job.merge import MergeReport, merge_results
 from coordinator.job.roles import JobRoles
@@ -143,6 +144,7 @@ def run_job(
     on_cycle: Callable[[list[SegmentStatus]], None] | None = None,
     quotes: dict[str, PriceQuote] | None = None,
 ) -> RunResult:
+    check_crash_setting()
     run_dir.mkdir(parents=True, exist_ok=True)
     state = CoordinatorState(run_dir / "state.db")
     roles = JobRoles(cloud.iam, cloud.stack, account=cloud.account)

@@ -27,7 +27,7 @@ from coordinator.job.instances import InstanceInfo, alive_ids, list_instances
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultRule
 from coordinator.sim.matrix import run_matrix
-from coordinator.sim.settings import SimulationSettings
+from coordinator.sim.settings import DATASET_KEY, SimulationSettings
 from tests.conftest import FIXTURES
 
 ROWS = 1_500
@@ -155,23 +155,84 @@ def test_throttling_500s_and_spot_capacity_are_handled_per_policy(
     assert alive(stack, job_of(config, run.name)) == []
 
 
-def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
+def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_open(
     stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
 ) -> None:
     """The cloud (moto, instance runtime, metadata server) lives in this process; the coordinator is
-    `python -m coordinator run`, killed with SIGKILL mid-run and started again with the same job id."""
+    `python -m coordinator run`, killed with SIGKILL at each crash point in turn (`SPOTBATCH_CRASH_AT`) and
+    started again with the same job id: after authorize, after DRAINING, after terminate, before the actual
+    cost is recorded, after DONE (and then down long enough for a worker to finish and its instance to
+    power off unseen). The last start finishes: every row once, no attempt launched twice, no instance
+    left, no budget reservation open, and the attempt that ended unseen billed to its own end."""
+    from coordinator.cost.budget import BudgetGuard
     from coordinator.job.clock import CloudClock
+    from coordinator.job.crash_points import CRASH_ENV, POINTS
     from coordinator.sim.image import IMAGE_MODEL_DIR
     from coordinator.sim.instance_runtime import InstanceRuntime
     from coordinator.sim.machine import MachineImage
     from coordinator.sim.matrix import upload_dataset
     from coordinator.sim.metadata_server import MetadataServer
-    from coordinator.sim.settings import DATASET_KEY
 
     upload_dataset(stack.target.client("s3"), stack.stack.bucket, sentences_parquet, ROWS)
     outputs = stack.save_outputs(tmp_path / "outputs.json")
-    run_dir, job = tmp_path / "run", f"kill-9-{uuid.uuid4().hex[:6]}"
-    command = [
+    run_dir, job = tmp_path / "run", f"crash-{uuid.uuid4().hex[:6]}"
+    spend_log = tmp_path / "spend.jsonl"
+    command = run_command(outputs, stack.endpoint, job, run_dir, spend_log)
+    env = {**os.environ, "SPOTBATCH_HOME": str(tmp_path)}
+    image = MachineImage(files={IMAGE_MODEL_DIR: str(busy_model_dir)})
+    order = ["after-authorize", "after-state-draining", "after-terminate", "before-record-actual"]
+    order.append("after-state-done")
+    assert sorted(order) == sorted(POINTS)
+    with (
+        MetadataServer() as imds,
+        InstanceRuntime(
+            stack.target,
+            image,
+            imds=imds,
+            log_dir=tmp_path / "workers",
+            clock=CloudClock(scale=30),
+            job_id=job,
+        ) as runtime,
+    ):
+        for point in order:
+            with open(tmp_path / f"{point}.log", "wb") as log:
+                coordinator = subprocess.Popen(command, env={**env, CRASH_ENV: point}, stdout=log, stderr=log)
+            if point == "after-state-draining":  # a notice to the first running segment's instance
+                instance = _first_running_instance(run_dir / "state.db", coordinator)
+                imds.issue_notice(instance, action_time="2026-12-03T12:02:00Z")
+            assert coordinator.wait(180) == -signal.SIGKILL, (point, (tmp_path / f"{point}.log").read_text())
+        time.sleep(3)  # 90 cloud s down: the segment that was DONE has its instance power off unseen
+        last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        assert last.returncode == 0, last.stderr[-3000:]
+        assert runtime.errors == []
+    instances = job_instances(stack, job)
+    per_attempt = Counter(i.attempt for i in instances.values())
+    assert max(per_attempt.values()) == 1, per_attempt  # no attempt launched twice
+    state = sqlite3.connect(run_dir / "state.db")
+    launched = {
+        row[0] for row in state.execute("SELECT instance_id FROM attempts WHERE instance_id IS NOT NULL")
+    }
+    assert launched == set(instances)  # every instance EC2 knows is one the state knows
+    assert sorted(predictions(run_dir)) == sorted(pq.read_table(sentences_parquet).column("id").to_pylist())
+    assert alive(stack, job) == []
+    assert BudgetGuard(1000, spend_log).state().reservations == {}  # every reservation settled
+    draining = [e for e in events(run_dir) if e["to_state"] == "DRAINING"]
+    assert len(draining) == 1  # the move the killed coordinator made was not repeated
+    ledger = [json.loads(line) for line in (run_dir / "ledger.jsonl").read_text().splitlines()]
+    attempts = [a for a in ledger if a["kind"] == "attempt"]
+    assert sum(a["end_reason"] == "interrupted" for a in attempts) == 1
+    # the attempt whose segment was DONE when the coordinator died: billed to its last heartbeat, not to
+    # the restart 90 cloud s later (its instance powered itself off when its worker exited)
+    done = next(e for e in events(run_dir) if e["to_state"] == "DONE")
+    unseen = next(a for a in attempts if a["end_reason"] == "done" and a["segment_id"] == done["segment_id"])
+    record = json.loads((run_dir / "run.json").read_text())
+    origin, scale = float(record["clock_origin"]), float(record["time_scale"])
+    noticed = origin + (done["ts"] - origin) * scale  # the restart came 3 s (90 cloud s) after this
+    assert unseen["ended_at"] < noticed + 30, (unseen, noticed)
+
+
+def run_command(outputs: Path, endpoint: str, job: str, run_dir: Path, spend_log: Path) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "coordinator",
@@ -179,7 +240,7 @@ def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
         "--outputs",
         str(outputs),
         "--endpoint",
-        stack.endpoint,
+        endpoint,
         "--job-id",
         job,
         "--run-dir",
@@ -211,57 +272,27 @@ def test_coordinator_killed_with_sigkill_resumes_without_launching_twice(
         "--override",
         "price-of-the-day=the table's undated price is fine in a test",
         "--spend-log",
-        str(tmp_path / "spend.jsonl"),
+        str(spend_log),
         "--ceiling",
         "1000",
     ]
-    env = {**os.environ, "SPOTBATCH_HOME": str(tmp_path)}
-    image = MachineImage(files={IMAGE_MODEL_DIR: str(busy_model_dir)})
-    with (
-        MetadataServer() as imds,
-        InstanceRuntime(
-            stack.target,
-            image,
-            imds=imds,
-            log_dir=tmp_path / "workers",
-            clock=CloudClock(scale=30),
-            job_id=job,
-        ) as runtime,
-    ):
-        with open(tmp_path / "first.log", "wb") as first_log:
-            first = subprocess.Popen(command, env=env, stdout=first_log, stderr=first_log)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not _running_segments(run_dir / "state.db"):
-            time.sleep(0.2)
-        assert _running_segments(run_dir / "state.db"), "no segment reached RUNNING"
-        first.send_signal(signal.SIGKILL)
-        first.wait(10)
-        launched_before = len(job_instances(stack, job))
-        assert launched_before >= 1
-        second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
-        assert second.returncode == 0, second.stderr[-3000:]
-        assert "adopted" in (run_dir / "coordinator.log").read_text()
-        assert runtime.errors == []
-    instances = job_instances(stack, job)
-    per_attempt = Counter(i.attempt for i in instances.values())
-    assert max(per_attempt.values()) == 1, per_attempt  # no attempt launched twice
-    state = sqlite3.connect(run_dir / "state.db")
-    launched = {
-        row[0] for row in state.execute("SELECT instance_id FROM attempts WHERE instance_id IS NOT NULL")
-    }
-    assert launched == set(instances)  # every instance EC2 knows is one the state knows
-    assert sorted(predictions(run_dir)) == sorted(pq.read_table(sentences_parquet).column("id").to_pylist())
-    assert alive(stack, job) == []
 
 
-def _running_segments(path: Path) -> int:
-    if not path.is_file():
-        return 0
-    try:
-        with sqlite3.connect(path, timeout=1) as db:
-            return int(db.execute("SELECT COUNT(*) FROM segments WHERE state = 'RUNNING'").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
+def _first_running_instance(path: Path, coordinator: subprocess.Popen[bytes]) -> str:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and coordinator.poll() is None:
+        try:
+            with sqlite3.connect(path, timeout=1) as db:
+                found = db.execute(
+                    "SELECT a.instance_id FROM attempts a JOIN segments s USING (job_id, segment_id) "
+                    "WHERE s.state = 'RUNNING' AND a.ended_at IS NULL AND a.instance_id IS NOT NULL"
+                ).fetchone()
+        except sqlite3.OperationalError:
+            found = None
+        if found:
+            return str(found[0])
+        time.sleep(0.2)
+    raise AssertionError("no segment reached RUNNING")
 
 
 def test_budget_refusal_fails_the_segments_and_launches_nothing(
