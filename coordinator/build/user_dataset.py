@@ -1,7 +1,11 @@
 """A user's dataset (Parquet, CSV or JSONL) validated and turned into the canonical dataset.
 
 Every problem is a `DataError` whose message names the file, the column and the row (1-based data rows, the
-header not counted), before anything is written. Policy for null or empty texts: refused and reported by
+header not counted), before anything is written. Ids are data and are kept exactly: they become int64 only
+when every id is a plain integer (ASCII digits, no leading zero, no sign but `-`, within int64), else every
+id is kept as the text it was written as (`007`, `٣`, `2^64-1`); ids that cannot be kept exactly (NaN,
+floats, booleans) are refused. A byte-order mark at the start of a CSV or JSONL file is not part of the
+first column's name. Policy for null or empty texts: refused and reported by
 default; with `allow_empty_texts=True` they are kept and predicted as the empty string. They are never
 dropped.
 
@@ -16,6 +20,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +35,9 @@ from coordinator.errors import DataError
 MAX_REPORTED_ROWS = 5  # how many offending rows an error lists before it says "and N more"
 LONG_TEXT_CHARS = 2_000  # texts longer than this are reported at prepare time; the tokenizer truncates them
 SUPPORTED_SUFFIXES = (".parquet", ".csv", ".jsonl")
+PLAIN_INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")  # ASCII only: `re.ASCII` is implied by the class
+INT64 = (-(2**63), 2**63 - 1)
+csv.field_size_limit(2**31 - 1)  # a review can be longer than the module's default of 131,072 characters
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +55,7 @@ def _rows_phrase(rows: Sequence[int]) -> str:
 
 def _decode_utf8(path: Path, data: bytes) -> str:
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")  # a byte-order mark names no column
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         raise DataError(
@@ -55,9 +64,15 @@ def _decode_utf8(path: Path, data: bytes) -> str:
         ) from None
 
 
-def _read_csv(path: Path) -> list[dict[str, Any]]:
+def _read_csv(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     text = _decode_utf8(path, path.read_bytes())
-    return list(csv.DictReader(io.StringIO(text, newline="")))
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        records = list(reader)
+        columns = list(reader.fieldnames or [])
+    except csv.Error as error:
+        raise DataError(f"{path}: line {reader.line_num}: not valid CSV ({error})") from None
+    return records, columns
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -100,9 +115,7 @@ def _read_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         raise DataError(f"{path}: the file is empty")
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        records = _read_csv(path)
-        with path.open(encoding="utf-8", newline="") as handle:
-            columns = next(csv.reader(handle), [])
+        records, columns = _read_csv(path)
     elif suffix == ".jsonl":
         records = _read_jsonl(path)
         columns = sorted({key for record in records for key in record})
@@ -167,6 +180,7 @@ def _texts(
                 f"{path}: column {column!r}, row {number}: expected text, got {type(value).__name__} "
                 f"{value!r}"
             )
+        _check_encodable(path, column, number, value)
         texts.append(value)
     if bad_rows and not allow_empty:
         raise DataError(
@@ -185,12 +199,28 @@ def _ids(path: Path, records: list[dict[str, Any]], column: str) -> list[Any]:
     return _normalise_ids(path, column, ids)
 
 
+def _check_encodable(path: Path, column: str, number: int, value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise DataError(
+            f"{path}: column {column!r}, row {number}: {value[error.start]!r} at character {error.start} "
+            "is a lone surrogate, not a character (a broken \\u escape?); it cannot be written as UTF-8"
+        ) from None
+
+
 def _normalise_ids(path: Path, column: str, ids: list[Any]) -> list[Any]:
-    """Integers stay integers (CSV gives strings of digits); anything else becomes a string; unique."""
-    if all(isinstance(i, int) or (isinstance(i, str) and i.strip().lstrip("-").isdigit()) for i in ids):
-        ids = [int(i) for i in ids]
-    else:
-        ids = [str(i) for i in ids]
+    """int64 when every id is a plain integer, else every id as the exact text it was given; unique."""
+    for number, value in enumerate(ids, start=1):
+        if isinstance(value, bool) or (not isinstance(value, int | str)):
+            shown = "NaN" if isinstance(value, float) and math.isnan(value) else repr(value)
+            raise DataError(
+                f"{path}: column {column!r}, row {number}: id {shown} is a {type(value).__name__}; ids must "
+                "be integers or text (a float id cannot be kept exactly)"
+            )
+        if isinstance(value, str):
+            _check_encodable(path, column, number, value)
+    ids = [int(i) for i in ids] if all(_plain_integer(i) for i in ids) else [str(i) for i in ids]
     first_seen: dict[Any, int] = {}
     duplicates: list[int] = []
     for number, value in enumerate(ids, start=1):
@@ -205,3 +235,12 @@ def _normalise_ids(path: Path, column: str, ids: list[Any]) -> list[Any]:
             f"{first_seen[ids[first - 1]]}); {len(duplicates)} duplicate(s) in all"
         )
     return ids
+
+
+def _plain_integer(value: int | str) -> bool:
+    """An int, or text that writes one canonically, within int64: it survives int() and back unchanged."""
+    if isinstance(value, str):
+        if not PLAIN_INTEGER.fullmatch(value):
+            return False
+        value = int(value)
+    return INT64[0] <= value <= INT64[1]

@@ -162,3 +162,75 @@ def test_default_dataset_from_the_vader_sdist(tmp_path: Path) -> None:
     assert len(sentences) == 10_568  # 10,605 lines less the 37 rated exactly 0
     splits = split_sentences(sentences)
     assert not {s.sentence_id for s in splits.train} & {s.sentence_id for s in splits.evaluation}
+
+
+# -- inputs that crashed or silently changed ids on main (issue 15, items 8 and 9) ----------------------------
+
+
+def write_parquet_uint64(path: Path) -> None:
+    pq.write_table(pa.table({"id": pa.array([2**64 - 1, 1], pa.uint64()), "text": ["max", "one"]}), path)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "ids"),
+    [
+        ("bom.csv", "\ufeffid,text\n10,a\n11,b\n".encode(), [10, 11]),  # the BOM is not part of `id`
+        ("zeros.csv", b"id,text\n007,a\n8,b\n", ["007", "8"]),  # 007 is not 7: every id kept as text
+        ("arabic.csv", "id,text\n\u0663,a\n\u0664,b\n".encode(), ["\u0663", "\u0664"]),
+        ("superscript.csv", "id,text\n\u00b2,a\n3,b\n".encode(), ["\u00b2", "3"]),
+        ("big.jsonl", b'{"id": 18446744073709551615, "text": "a"}\n{"id": 1, "text": "b"}\n', None),
+        ("uint64.parquet", None, ["18446744073709551615", "1"]),
+        ("bom.jsonl", '\ufeff{"id": 1, "text": "a"}\n'.encode(), [1]),
+    ],
+)
+def test_ids_are_kept_exactly(
+    tmp_path: Path,
+    out: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    content: bytes | None,
+    ids: list[object] | None,
+) -> None:
+    source = tmp_path / name
+    if content is None:
+        write_parquet_uint64(source)
+    else:
+        source.write_bytes(content)
+    code, _, stderr = prepare(capsys, "--input", str(source), "--output", str(out))
+    assert code == 0, stderr
+    expected = ids if ids is not None else ["18446744073709551615", "1"]
+    assert pq.read_table(out).column("id").to_pylist() == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        (
+            "nan.jsonl",
+            b'{"id": NaN, "text": "a"}\n',
+            "row 1: id NaN is a float; ids must be integers or text",
+        ),
+        ("float.jsonl", b'{"id": 1.5, "text": "a"}\n', "row 1: id 1.5 is a float"),
+        ("bool.jsonl", b'{"id": true, "text": "a"}\n', "row 1: id True is a bool"),
+        ("surrogate.jsonl", b'{"id": 1, "text": "a\\ud800b"}\n', "row 1: '\\ud800' at character 1 is a lone"),
+        ("surrogate-id.jsonl", b'{"id": "\\udfff", "text": "a"}\n', "column 'id', row 1: '\\udfff'"),
+    ],
+)
+def test_ids_and_texts_that_cannot_be_kept_are_refused_in_one_line(
+    tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str], name: str, content: bytes, message: str
+) -> None:
+    source = tmp_path / name
+    source.write_bytes(content)
+    code, _, stderr = prepare(capsys, "--input", str(source), "--output", str(out))
+    assert code == 2 and message in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_csv_field_longer_than_the_csv_modules_default_limit(
+    tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "long.csv"
+    source.write_text("id,text\n1," + "x" * 200_000 + "\n2,short\n", encoding="utf-8")
+    code, stdout, stderr = prepare(capsys, "--input", str(source), "--output", str(out))
+    assert code == 0, stderr
+    assert [len(t) for t in pq.read_table(out).column("text").to_pylist()] == [200_000, 5]
