@@ -164,7 +164,7 @@ def test_default_dataset_from_the_vader_sdist(tmp_path: Path) -> None:
     assert not {s.sentence_id for s in splits.train} & {s.sentence_id for s in splits.evaluation}
 
 
-# -- inputs that crashed or silently changed ids on main (issue 15, items 8 and 9) ----------------------------
+# -- inputs that crashed or silently changed ids on main (issue 15, items 8 and 9) --------------------
 
 
 def write_parquet_uint64(path: Path) -> None:
@@ -231,6 +231,6 @@ def test_a_csv_field_longer_than_the_csv_modules_default_limit(
 ) -> None:
     source = tmp_path / "long.csv"
     source.write_text("id,text\n1," + "x" * 200_000 + "\n2,short\n", encoding="utf-8")
-    code, stdout, stderr = prepare(capsys, "--input", str(source), "--output", str(out))
+    code, _, stderr = prepare(capsys, "--input", str(source), "--output", str(out))
     assert code == 0, stderr
     assert [len(t) for t in pq.read_table(out).column("text").to_pylist()] == [200_000, 5]
