@@ -38,3 +38,33 @@ def test_an_endpoint_gets_the_emulator_keys_never_the_aws_ones(monkeypatch: pyte
     assert (real.region, real.endpoint) == ("us-west-2", None)
     with pytest.raises(EmulatorError, match="refusing emulator endpoint"):
         AwsTarget.chosen(None, "https://ec2.us-east-1.amazonaws.com")
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        "http://192.0.2.10\\@127.0.0.1:5000",  # urllib.parse says 127.0.0.1; urllib3 (botocore) 192.0.2.10
+        "http://192.0.2.10#@127.0.0.1:5000",
+        "http://user:pw@127.0.0.1:5000",
+        "http://127.0.0.1.nip.io:5000",
+        "http://127.0.0.1:5000/path",
+        "http://127.0.0.1:5000?x=1",
+        "http://127.0.0.1",  # no port: a plain scheme://host:port only
+        "ftp://127.0.0.1:21",
+        " http://127.0.0.1:5000",
+        "http://[::ffff:192.0.2.10]:5000",
+        "http://0x7f000001.example:5000",
+    ],
+)
+def test_an_endpoint_that_could_reach_another_host_is_refused(endpoint: str) -> None:
+    with pytest.raises(EmulatorError, match="refusing emulator endpoint"):
+        AwsTarget.chosen("us-east-1", endpoint)
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:5000", "http://localhost:4566", "http://[::1]:5000"])
+def test_an_accepted_endpoint_is_the_loopback_host_botocore_connects_to(endpoint: str) -> None:
+    from urllib3.util import parse_url
+
+    client = AwsTarget.chosen("us-east-1", endpoint).client("s3")
+    host = (parse_url(client.meta.endpoint_url).host or "").strip("[]")
+    assert host in ("127.0.0.1", "localhost", "::1")
