@@ -8,8 +8,10 @@ and the exit code its class carries (`coordinator/errors.py`, the table in the R
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 
 from coordinator.commands import (
     budget,
@@ -54,10 +56,26 @@ COMMANDS = (
 )
 
 
+# commands that write under runs/ (state, spend log, ledger, predictions, Terraform state): their files are
+# the user's alone, 0600 in 0700 folders. Builds (data, model, image) keep the usual modes: the worker
+# image's own user must read the model.
+PRIVATE_COMMANDS = frozenset(
+    {"budget", "preflight", "infra", "policy", "run", "status", "simulate", "whatif", "burst", "report"}
+)
+
+
+def version() -> str:
+    try:
+        return metadata.version("spotbatch")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spotbatch", description=__doc__.splitlines()[0] if __doc__ else None
     )
+    parser.add_argument("--version", action="version", version=f"spotbatch {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(commands)
@@ -67,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
+    if args.command in PRIVATE_COMMANDS:
+        os.umask(0o077)
     try:
         return handler(args)
     except (BudgetGuardExceeded, PreflightFailed, Declined) as refusal:

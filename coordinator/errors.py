@@ -30,6 +30,7 @@ the error's `exit_code`. Anything else that escapes is a bug: exit 1 with its tr
     │   ├── RateLimited (Retryable)            still throttled after the retries
     │   └── LaunchUnconfirmed                  a launch failed after the box may have been created
     ├── InvalidTransition                   2  a state change the segment state machine does not allow
+    ├── RunStorageError                     2  the run folder cannot be written (read-only, disk full)
     ├── TerraformError                      2  Terraform is missing or a command failed
     ├── InfraError                          2  the stack could not be brought up, confirmed or torn down
     ├── RemoteError                         2  a command on a rented box failed
@@ -181,6 +182,10 @@ class LaunchUnconfirmed(ProviderError):
 
 class InvalidTransition(SpotbatchError):
     """A transition from a state that does not allow it (a bug, or another coordinator at work)."""
+
+
+class RunStorageError(SpotbatchError):
+    """A run's own files (state, logs, records) cannot be written: a read-only folder, a full disk."""
 
 
 class TerraformError(SpotbatchError):

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from coordinator.commands.options import Subcommands, add_budget_options, budget_guard
-from coordinator.errors import ConfigError
+from coordinator.errors import BudgetConfigError, ConfigError, RunStorageError
 from coordinator.job.launch_contract import WorkerTuning
 from coordinator.job.spec import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
 from coordinator.paths import runs_dir
@@ -106,7 +106,17 @@ def run_command(args: argparse.Namespace) -> int:
     run_dir = args.run_dir or runs_dir() / job_id
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     clock = CloudClock(scale=args.time_scale)
-    result = run_job(spec, cloud=cloud, guard=guard, clock=clock, run_dir=run_dir, quotes=quotes)
+    logging.raiseExceptions = (
+        False  # a log line lost to a full disk is not worth a traceback; the state is kept
+    )
+    try:
+        result = run_job(spec, cloud=cloud, guard=guard, clock=clock, run_dir=run_dir, quotes=quotes)
+    except (RunStorageError, BudgetConfigError, OSError) as error:
+        what = f"{error.filename}: {error.strerror}" if isinstance(error, OSError) else str(error)
+        raise RunStorageError(
+            f"{what}. Every instance of job {job_id} was terminated; the checkpoints are in S3. Make "
+            f"{run_dir} writable (or free space), then resume: the same command with --job-id {job_id}"
+        ) from None
     outcome = result.outcome
     print(
         f"job {job_id}: {outcome.segments_done}/{outcome.segments_total} segments done, "

@@ -33,7 +33,14 @@ from dataclasses import dataclass
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import AttemptRecord
 from coordinator.cost.pricing import PriceQuote
-from coordinator.errors import AwsSetupError, DeadlineRequired, InvalidTransition, LeakError
+from coordinator.errors import (
+    AwsSetupError,
+    BudgetConfigError,
+    DeadlineRequired,
+    InvalidTransition,
+    LeakError,
+    RunStorageError,
+)
 from coordinator.job import state as states
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.clock import CloudClock
@@ -194,7 +201,10 @@ class Controller:
             log.warning("%s: terminating %d instance(s): %s", why, len(alive), ", ".join(alive))
             self.fleet.terminate_and_confirm(alive)
         for segment in list(self.book.active):
-            self.book.end(segment, "terminated", None)
+            try:
+                self.book.end(segment, "terminated", None)
+            except (RunStorageError, BudgetConfigError, OSError) as error:  # a full disk: the resume settles
+                log.warning("%s: attempt not closed (%s); a resume closes it", segment, error)
 
     def confirm_nothing_left(self) -> None:
         alive = self.fleet.alive(self.spec.job_id)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coordinator.errors import InvalidTransition, SpotbatchError
+from coordinator.errors import InvalidTransition, RunStorageError, SpotbatchError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -92,25 +92,46 @@ class EventRow:
 
 class CoordinatorState:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: we open transactions ourselves (BEGIN IMMEDIATE), one per transition
-        self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")  # a transition that returned survives a kill -9
-        self._db.executescript(SCHEMA)
+        self.path = path
+        with self._storage("open the state"):
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            # isolation_level=None: we open transactions ourselves (BEGIN IMMEDIATE), one per transition
+            self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
+            path.chmod(0o600)
+            # a rollback journal, not WAL: WAL's index is a memory-mapped file, and a full disk turns a
+            # write into SIGBUS; with the journal a full disk is an error the coordinator can report
+            self._db.execute("PRAGMA journal_mode=DELETE")
+            self._db.execute("PRAGMA synchronous=FULL")  # a transition that returned survives a kill -9
+            self._db.executescript(SCHEMA)
+
+    @contextmanager
+    def _storage(self, what: str) -> Iterator[None]:
+        """SQLite and file errors as one line naming the state file."""
+        try:
+            yield
+        except (sqlite3.OperationalError, sqlite3.DatabaseError, OSError) as error:
+            raise RunStorageError(
+                f"{self.path}: cannot {what}: {getattr(error, 'strerror', None) or error}"
+            ) from None
 
     def close(self) -> None:
         self._db.close()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
+        with self._storage("write the state"):
+            self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
+        except BaseException as error:
+            if self._db.in_transaction:
+                with self._storage("roll back a transition"):
+                    self._db.execute("ROLLBACK")
+            if isinstance(error, sqlite3.Error):
+                raise RunStorageError(f"{self.path}: cannot write the state: {error}") from None
             raise
-        self._db.execute("COMMIT")
+        with self._storage("write the state"):
+            self._db.execute("COMMIT")
 
     def _event(
         self,

@@ -231,6 +231,71 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
     assert unseen["ended_at"] < noticed + 30, (unseen, noticed)
 
 
+FILE_SIZE_LIMIT = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))
+sys.argv = ["spotbatch", *sys.argv[2:]]
+from coordinator.cli import main
+sys.exit(main())
+"""
+
+
+def test_a_full_disk_mid_run_is_one_line_no_instance_left_and_a_resume_finishes(
+    stack: Infrastructure, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
+) -> None:
+    """The coordinator's files may not grow past 48 KiB (RLIMIT_FSIZE: writes fail as on a full disk): it
+    stops with one line that names the file and the resume, terminates the job's instances, and the same
+    command without the limit finishes every row once. Its files are the user's alone (0600, 0700)."""
+    from coordinator.cost.budget import BudgetGuard
+    from coordinator.job.clock import CloudClock
+    from coordinator.sim.image import IMAGE_MODEL_DIR
+    from coordinator.sim.instance_runtime import InstanceRuntime
+    from coordinator.sim.machine import MachineImage
+    from coordinator.sim.matrix import upload_dataset
+    from coordinator.sim.metadata_server import MetadataServer
+
+    upload_dataset(stack.target.client("s3"), stack.stack.bucket, sentences_parquet, ROWS)
+    outputs = stack.save_outputs(tmp_path / "outputs.json")
+    run_dir, job = tmp_path / "run", f"full-{uuid.uuid4().hex[:6]}"
+    spend_log = tmp_path / "budget" / "spend.jsonl"
+    command = run_command(outputs, stack.endpoint, job, run_dir, spend_log)
+    env = {**os.environ, "SPOTBATCH_HOME": str(tmp_path)}
+    image = MachineImage(files={IMAGE_MODEL_DIR: str(tiny_model_dir)})
+    with (
+        MetadataServer() as imds,
+        InstanceRuntime(
+            stack.target,
+            image,
+            imds=imds,
+            log_dir=tmp_path / "workers",
+            clock=CloudClock(scale=30),
+            job_id=job,
+        ),
+    ):
+        full = subprocess.run(
+            [sys.executable, "-c", FILE_SIZE_LIMIT, str(48 * 1024), *command[3:]],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert full.returncode == 2, full.stderr[-3000:]
+        assert "Traceback" not in full.stderr
+        last = full.stderr.strip().splitlines()[-1]
+        assert last.startswith("error: ") and f"the same command with --job-id {job}" in last, last
+        assert str(run_dir) in last
+        assert alive(stack, job) == []
+        resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert sorted(predictions(run_dir)) == sorted(pq.read_table(sentences_parquet).column("id").to_pylist())
+    assert alive(stack, job) == []
+    assert BudgetGuard(1000, spend_log).state().reservations == {}
+    for path in (run_dir / "state.db", run_dir / "ledger.jsonl", run_dir / "predictions.parquet", spend_log):
+        assert path.stat().st_mode & 0o077 == 0, f"{path} is readable by others: {oct(path.stat().st_mode)}"
+    assert (run_dir.stat().st_mode & 0o077, spend_log.parent.stat().st_mode & 0o077) == (0, 0)
+
+
 def run_command(outputs: Path, endpoint: str, job: str, run_dir: Path, spend_log: Path) -> list[str]:
     return [
         sys.executable,
