@@ -22,6 +22,7 @@ from types import TracebackType
 import requests
 
 from coordinator.errors import EmulatorError
+from coordinator.sim.lifeline import die_with_parent, record_pid, stop_leftover
 from coordinator.stack.target import AwsTarget, require_loopback
 
 READY_TIMEOUT_SECONDS = 30.0  # moto is ready in about 1 s; a cold import on a busy machine takes longer
@@ -52,12 +53,14 @@ class MotoServer:
         port: int | None = None,
         region: str = "us-east-1",
         log_path: Path | None = None,
+        pid_file: Path | None = None,
     ) -> None:
         self.host = host
         self.port = port or free_port(host)
         require_loopback(self.endpoint)
         self.region = region
         self.log_path = log_path
+        self.pid_file = pid_file  # where its pid is kept, so that the next start stops a leftover
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -72,9 +75,20 @@ class MotoServer:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         command = [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)]
-        # its own session: a Ctrl-C at the terminal reaches us, and we stop it in order
+        if self.pid_file is not None and (leftover := stop_leftover(self.pid_file)) is not None:
+            print(f"stopped a leftover emulator of an earlier run (pid {leftover})", file=sys.stderr)
+        # its own session: a Ctrl-C at the terminal reaches us, and we stop it in order; and it dies with
+        # us if we are killed outright
         try:
-            self.process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+            self.process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                preexec_fn=die_with_parent(os.getpid()),
+            )
+            if self.pid_file is not None:
+                record_pid(self.pid_file, self.process.pid, f"moto.server -H {self.host} -p {self.port}")
         finally:
             if log is not subprocess.DEVNULL:
                 log.close()  # type: ignore[union-attr]  # the server has its own copy of the descriptor
@@ -94,6 +108,8 @@ class MotoServer:
         raise EmulatorError(f"moto server on {self.endpoint} not ready after {READY_TIMEOUT_SECONDS:.0f} s")
 
     def stop(self) -> None:
+        if self.pid_file is not None:
+            self.pid_file.unlink(missing_ok=True)
         if self.process is None or self.process.poll() is not None:
             return
         os.killpg(self.process.pid, signal.SIGTERM)

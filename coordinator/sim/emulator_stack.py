@@ -135,7 +135,7 @@ def emulator_infrastructure(
     if target != "moto":
         raise InfraError(f"unknown emulator target {target!r}: use moto or localstack")
     with (
-        MotoServer(log_path=state_dir / "moto.log", region=region) as aws,
+        MotoServer(log_path=state_dir / "moto.log", region=region, pid_file=state_dir / "moto.pid") as aws,
         stack_on(aws.target(), state_dir, settings) as infra,
     ):
         yield infra

@@ -43,6 +43,7 @@ from coordinator.job.instances import list_instances
 from coordinator.job.launch_contract import TAG_SEGMENT
 from coordinator.sim.awslogs import LogShipper
 from coordinator.sim.host_agent import HostAgent, Reply
+from coordinator.sim.lifeline import die_with_parent
 from coordinator.sim.machine import MachineImage, RoleSession, container_env, pull_image
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.standins import MACHINE_ENV, SOCKET_ENV
@@ -196,6 +197,7 @@ class InstanceRuntime:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=die_with_parent(os.getpid()),
             )
         log.debug("booted %s for %s", instance_id, tags.get(TAG_SEGMENT))
 

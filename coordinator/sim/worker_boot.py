@@ -28,6 +28,7 @@ from transformers import BertForSequenceClassification, BertTokenizer  # noqa: F
 
 import inference.model
 import inference.worker
+from coordinator.sim.lifeline import die_with_parent, tie_to_parent
 
 BootMode = Literal["fork", "exec"]
 # On a cloud the coordinator has its own machine; here ten workers share 2 cores with it, moto and the
@@ -49,6 +50,7 @@ class WorkerHandle(Protocol):
 
 def _run_worker_child(env: dict[str, str], log_path: str, argv: tuple[str, ...] = ()) -> None:
     os.setsid()  # its own session, like a process on another machine: signals reach it alone
+    tie_to_parent()  # the fork server, which itself ends when the simulator does
     os.nice(WORKER_NICENESS)
     os.environ.clear()  # the container's environment only: nothing of this host's (no credentials)
     os.environ.update(env)
@@ -112,6 +114,7 @@ class ExecWorker:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=die_with_parent(os.getpid()),
             )
         self.pid: int | None = self._process.pid
 
