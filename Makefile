@@ -8,7 +8,7 @@ SPOTBATCH := $(BIN)/spotbatch
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS := 1
 
-.PHONY: setup ssh-tools data model simulate whatif burst burst-down report report-check test check lint typecheck tf-fmt checkov bench infra apply-real image image-push run-real destroy-real prices clean
+.PHONY: setup ssh-tools data model simulate whatif burst burst-down report report-check test check lint typecheck tf-fmt checkov bench infra apply-real image image-push run-real destroy-real prices py312 clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,13 @@ ssh-tools:  ## sshd, ssh and rsync for the burst tests (Debian packages; install
 
 test: setup ssh-tools  ## every test, slow end-to-end ones included
 	$(BIN)/pytest
+
+py312:  ## install into a Python 3.12 venv (.venv312; PYTHON312=<interpreter>) and run the CLI and the fast tests there
+	$(or $(PYTHON312),python3.12) -m venv .venv312
+	.venv312/bin/pip install --quiet --upgrade pip
+	.venv312/bin/pip install --quiet -e '.[dev]'
+	.venv312/bin/spotbatch --version
+	.venv312/bin/pytest -q -m "not slow" tests/coordinator/cost tests/coordinator/build tests/coordinator/stack tests/test_architecture.py
 
 lint: setup
 	$(BIN)/ruff check .

@@ -28,6 +28,7 @@ the error's `exit_code`. Anything else that escapes is a bug: exit 1 with its tr
     ├── ProviderError                       2  the GPU cloud refused or failed a call
     │   ├── NoCapacity (Retryable)             no capacity for the type in the region
     │   ├── RateLimited (Retryable)            still throttled after the retries
+    │   ├── ProviderQuotaExceeded              a quota of the GPU cloud account (no retry helps)
     │   └── LaunchUnconfirmed                  a launch failed after the box may have been created
     ├── InvalidTransition                   2  a state change the segment state machine does not allow
     ├── RunStorageError                     2  the run folder cannot be written (read-only, disk full)
@@ -174,6 +175,10 @@ class NoCapacity(ProviderError, Retryable):
 
 class RateLimited(ProviderError, Retryable):
     """Too many requests, still, after the retries."""
+
+
+class ProviderQuotaExceeded(ProviderError, DoNotRetry):
+    """The GPU cloud account's quota is used up (Lambda: `global/quota-exceeded`); ask the provider."""
 
 
 class LaunchUnconfirmed(ProviderError):

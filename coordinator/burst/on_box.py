@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from coordinator.burst.payload import FINGERPRINT_SCRIPT, differences, local_fingerprint, lock_names
 from coordinator.burst.plan import BurstPlan, BurstState
-from coordinator.burst.providers.base import GpuCloud
+from coordinator.burst.providers.base import FAILED, GONE, GpuCloud
 from coordinator.burst.remote_box import RemoteBox
 from coordinator.errors import BurstFailed, ParityMismatch
 
@@ -38,6 +38,11 @@ def wait_until_ready(plan: BurstPlan, cloud: GpuCloud, state: BurstState, step: 
         if box is not None and box.status == "active" and box.ip:
             ip = box.ip
             break
+        if box is None or box.status in GONE or box.status in FAILED:
+            raise BurstFailed(
+                f"{state.instance_id} is {box.status if box else 'gone'} while booting (the provider "
+                "ended or failed it); it is torn down and the run can be tried again"
+            )
         if time.monotonic() > deadline:
             raise BurstFailed(
                 f"{state.instance_id} not active within {plan.boot_timeout:g} s (status "

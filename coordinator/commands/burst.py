@@ -43,6 +43,9 @@ DEFAULT_HOURS = (
 )
 
 
+STAND_IN_TIME_FACTOR = 0.05  # the stand-in's clock for rate limits: 1 s -> 0.05 s, 12 s -> 0.6 s
+
+
 def add_parser(commands: Subcommands) -> None:
     burst = commands.add_parser(
         "burst",
@@ -188,13 +191,16 @@ def _stand_ins(
 ) -> tuple[LambdaCloud, BurstPlan, Path]:
     """Lambda's API served on 127.0.0.1 and a local sshd as the box; the run's own spend log."""
     from coordinator.burst.providers.lambda_cloud import LambdaCloud
+    from coordinator.burst.providers.request_pace import RequestPace
     from coordinator.sim.lambda_standin import LambdaStandIn
     from coordinator.sim.local_sshd import LocalSshd
 
     key = secrets.token_urlsafe(24)
-    api = stack.enter_context(LambdaStandIn(api_key=key))
+    # Lambda's rate limits, 20x faster on both sides: the client paces itself as it does against Lambda
+    pace = RequestPace.scaled(STAND_IN_TIME_FACTOR)
+    api = stack.enter_context(LambdaStandIn(api_key=key, limits=(pace.every, pace.launch_every)))
     box = stack.enter_context(LocalSshd(plan.run_dir / "box"))
-    cloud = LambdaCloud(api_key=key, base_url=api.api_url, backoff_seconds=0.2)
+    cloud = LambdaCloud(api_key=key, base_url=api.api_url, backoff_seconds=0.2, pace=pace)
     plan = replace(
         plan,
         ssh_key_name="standin-key",

@@ -11,7 +11,14 @@ Faults for tests, each used up as it fires:
     launch_error_after_create=N the next N launches create the instance, then answer HTTP 500
     terminate_failures=N        the next N terminate calls answer HTTP 500 and terminate nothing
     never_active=True           instances stay `booting`
+    boot_unhealthy=True         instances go from `booting` to `unhealthy` (a failed health check)
+    preempt=True                a booting or active instance is `preempted` at the next read (reclaimed)
     no_capacity=True            launches answer 400 instance-operations/launch/insufficient-capacity
+    quota_exceeded=True         launches answer 400 global/quota-exceeded
+
+Rate limits: with `limits=(every, launch_every)` it answers 429 (Retry-After) to a request that comes
+sooner than `every` seconds after the previous one, or a launch sooner than `launch_every` after the
+previous launch, as Lambda's API does at (1 s, 12 s); the simulator scales both sides alike.
 
 Usage::
 
@@ -53,8 +60,19 @@ class _Box:
 
 
 class LambdaStandIn(LocalHttpServer):
-    def __init__(self, *, api_key: str, ip: str = "127.0.0.1", boot_seconds: float = 0.5) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        ip: str = "127.0.0.1",
+        boot_seconds: float = 0.5,
+        limits: tuple[float, float] | None = None,
+    ) -> None:
         self.api_key = api_key
+        self.limits = limits
+        self.throttled = 0  # requests answered 429 for coming too soon (not the injected ones)
+        self._last_request: float | None = None
+        self._last_launch: float | None = None
         self.ip = ip
         self.boot_seconds = boot_seconds
         self.boxes: dict[str, _Box] = {}
@@ -63,7 +81,10 @@ class LambdaStandIn(LocalHttpServer):
         self.launch_error_after_create = 0
         self.terminate_failures = 0
         self.never_active = False
+        self.boot_unhealthy = False
+        self.preempt = False
         self.no_capacity = False
+        self.quota_exceeded = False
         self._lock = threading.Lock()
         super().__init__(name="lambda-standin")
 
@@ -73,32 +94,57 @@ class LambdaStandIn(LocalHttpServer):
 
     def alive(self) -> list[str]:
         with self._lock:
-            return sorted(b.id for b in self.boxes.values() if b.status != "terminated")
+            return sorted(b.id for b in self.boxes.values() if b.status not in ("terminated", "preempted"))
 
     # -- the API ---------------------------------------------------------------------------------------------
 
     def _view(self, box: _Box) -> dict[str, Any]:
-        if (
+        if box.status in ("booting", "active") and self.preempt:
+            box.status = "preempted"
+        elif (
             box.status == "booting"
             and not self.never_active
             and time.time() - box.created >= self.boot_seconds
         ):
-            box.status = "active"
+            box.status = "unhealthy" if self.boot_unhealthy else "active"
         elif box.status == "terminating":
             box.status = "terminated"
-        return {
+        running = box.status in ("active", "unhealthy")
+        action = {"available": running} | ({} if running else {"reason_code": "vm-has-not-launched"})
+        view: dict[str, Any] = {
             "id": box.id,
             "name": box.name,
             "status": box.status,
-            "ip": self.ip if box.status == "active" else None,
-            "private_ip": None,
-            "hostname": None,
             "ssh_key_names": box.ssh_key_names,
             "file_system_names": [],
-            "is_reserved": False,
             "region": {"name": box.region, "description": box.region},
             "instance_type": _type_object(box.instance_type),
+            "actions": {
+                name: dict(action) for name in ("migrate", "rebuild", "restart", "cold_reboot", "terminate")
+            },
         }
+        if running:  # an address only once it has one (the API omits what it does not know)
+            view |= {"ip": self.ip, "private_ip": self.ip, "hostname": self.ip}
+        return view
+
+    def too_soon(self, launch: bool) -> float | None:
+        """Seconds to wait if this request breaks the limits (and it is refused), else None (and counted)."""
+        if self.limits is None:
+            return None
+        every, launch_every = self.limits
+        now = time.monotonic()
+        wait = 0.0
+        if self._last_request is not None:
+            wait = max(wait, self._last_request + every - now)
+        if launch and self._last_launch is not None:
+            wait = max(wait, self._last_launch + launch_every - now)
+        if wait > 1e-3:  # the client's clock and ours tick apart by a little
+            self.throttled += 1
+            return wait
+        self._last_request = now
+        if launch:
+            self._last_launch = now
+        return None
 
     def handle(self, method: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self._lock:
@@ -135,6 +181,10 @@ class LambdaStandIn(LocalHttpServer):
         keys = body.get("ssh_key_names")
         if not isinstance(keys, list) or len(keys) != 1:
             return _error(400, "global/invalid-parameters", "Exactly one SSH key name is required.")
+        if self.quota_exceeded:
+            return _error(
+                400, "global/quota-exceeded", "Quota exceeded.", "Contact Support to increase your quota."
+            )
         if self.no_capacity:
             return _error(
                 400,
@@ -162,7 +212,7 @@ class LambdaStandIn(LocalHttpServer):
         done = []
         for instance_id in ids:
             box = self.boxes[instance_id]
-            if box.status != "terminated":
+            if box.status not in ("terminated", "preempted"):  # a preempted box is already gone
                 box.status = "terminating"
             done.append(self._view(box))
         return 200, {"data": {"terminated_instances": done}}
@@ -190,6 +240,14 @@ class LambdaStandIn(LocalHttpServer):
                     server.rate_limit_next -= 1
                     self._reply(
                         *_error(429, "global/too-many-requests", "Too many requests."), retry_after="0"
+                    )
+                    return
+                with server._lock:
+                    wait = server.too_soon(self.path.endswith("/instance-operations/launch"))
+                if wait is not None:
+                    self._reply(
+                        *_error(429, "global/too-many-requests", "Too many requests."),
+                        retry_after=f"{wait:.3f}",
                     )
                     return
                 length = int(self.headers.get("Content-Length") or 0)

@@ -9,6 +9,7 @@ Errors (exit codes are mapped at the CLI):
     └── ProviderError            an HTTP failure, a refusal, an answer that does not parse
         ├── NoCapacity           the type has no capacity in the region (try another, later)
         ├── RateLimited          still throttled after the retries
+        ├── ProviderQuotaExceeded  the account's quota is used up
         └── LaunchUnconfirmed    launch failed, but an instance may exist: list by name before giving up
 """
 
@@ -17,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-GONE = ("terminated",)  # a status after which nothing is billed
+GONE = ("terminated", "preempted")  # statuses after which nothing is billed and nothing comes back
+FAILED = ("unhealthy",)  # the provider's health check failed: waiting for `active` would wait in vain
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +39,7 @@ class InstanceType:
 class Instance:
     id: str
     name: str
-    status: str  # booting, active, unhealthy, terminating, terminated
+    status: str  # booting, active, unhealthy, terminating, terminated, preempted
     ip: str | None
     instance_type: str
     region: str

@@ -9,10 +9,18 @@
     POST /instance-operations/terminate     {"instance_ids": [...]}
                                             -> {"data": {"terminated_instances": [...]}}
     errors                                  {"error": {"code", "message", "suggestion"?}}, HTTP 4xx/5xx
+    statuses                                booting, active, unhealthy, terminating, terminated, preempted
+
+Errors are classified by their `code` (the API description asks clients not to rely on the message):
+`instance-operations/launch/insufficient-capacity` is `NoCapacity`, `global/quota-exceeded` is
+`ProviderQuotaExceeded` (a limit of the account: no retry helps), `global/object-does-not-exist` on a
+read is "no such instance". `tests/coordinator/burst/providers/test_lambda_contract.py` checks every
+request and response shape used here against the API description.
 
 The API key comes from `LAMBDA_API_KEY` (or the constructor) and goes only into the Authorization header:
 it is not in any message, log line or repr. Lambda allows about one request per second (one launch per
-12 s): a 429 is retried after `Retry-After` or a doubling backoff, as are 5xx answers and dropped
+12 s): calls are paced to those limits before they are sent (`request_pace.py`), and a 429 that still
+comes is retried after `Retry-After` or a doubling backoff, as are 5xx answers and dropped
 connections for calls that are safe to repeat (reads, terminate). A launch is repeated only after a 429
 (the request was not executed); after a 5xx or a lost answer the instance may exist, so the launch raises
 `LaunchUnconfirmed` and the caller looks for it by name.
@@ -40,7 +48,14 @@ from typing import Any
 import requests
 
 from coordinator.burst.providers.base import Instance, InstanceType, Launched
-from coordinator.errors import LaunchUnconfirmed, NoCapacity, ProviderError, RateLimited
+from coordinator.burst.providers.request_pace import RequestPace
+from coordinator.errors import (
+    LaunchUnconfirmed,
+    NoCapacity,
+    ProviderError,
+    ProviderQuotaExceeded,
+    RateLimited,
+)
 
 API_URL = "https://cloud.lambda.ai/api/v1"
 API_KEY_ENV = "LAMBDA_API_KEY"
@@ -50,6 +65,7 @@ BACKOFF_SECONDS = 2.0  # Lambda's limit is one request per second; twice that be
 REQUEST_TIMEOUT_SECONDS = 30.0
 NO_CAPACITY_CODE = "instance-operations/launch/insufficient-capacity"
 NOT_FOUND_CODE = "global/object-does-not-exist"
+QUOTA_CODE = "global/quota-exceeded"
 log = logging.getLogger(__name__)
 
 
@@ -69,6 +85,7 @@ class LambdaCloud:
         sleep: Callable[[float], None] = time.sleep,
         max_attempts: int = MAX_ATTEMPTS,
         backoff_seconds: float = BACKOFF_SECONDS,
+        pace: RequestPace | None = None,
     ) -> None:
         key = api_key or os.environ.get(API_KEY_ENV, "")
         if not key:
@@ -80,6 +97,7 @@ class LambdaCloud:
         self.max_attempts = max_attempts
         self.backoff_seconds = backoff_seconds
         self.retries = 0  # retried requests, for the run's record
+        self.pace = pace if pace is not None else RequestPace()
 
     def __repr__(self) -> str:
         return f"LambdaCloud(base_url={self.base_url!r})"
@@ -127,7 +145,7 @@ class LambdaCloud:
         try:
             data, _ = self._call("GET", f"/instances/{instance_id}")
         except ProviderError as error:
-            if NOT_FOUND_CODE in str(error):
+            if f"HTTP 404 {NOT_FOUND_CODE}:" in str(error):
                 return None
             raise
         return _instance(_mapping(data, f"instance {instance_id}"))
@@ -145,6 +163,7 @@ class LambdaCloud:
         where = f"lambda {method} {path}"
         for attempt in range(1, self.max_attempts + 1):
             last = attempt == self.max_attempts
+            self.pace.before(launch=path == "/instance-operations/launch")
             try:
                 response = self.session.request(
                     method,
@@ -176,9 +195,11 @@ class LambdaCloud:
                     f"{where}: HTTP {status} ({_error_text(response)}); the instance may exist"
                 )
             if status >= 400:
-                text = _error_text(response)
-                kind = NoCapacity if NO_CAPACITY_CODE in text else ProviderError
-                raise kind(f"{where}: HTTP {status} {text}")
+                code = _error_code(response)
+                kind = {NO_CAPACITY_CODE: NoCapacity, QUOTA_CODE: ProviderQuotaExceeded}.get(
+                    code, ProviderError
+                )
+                raise kind(f"{where}: HTTP {status} {_error_text(response)}")
             try:
                 payload = response.json()
                 data = payload["data"]
@@ -206,6 +227,13 @@ def _answered_at(response: requests.Response) -> str:
         except (TypeError, ValueError):
             pass
     return _utc_iso(datetime.now(UTC))
+
+
+def _error_code(response: requests.Response) -> str:
+    try:
+        return str(response.json()["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        return ""
 
 
 def _error_text(response: requests.Response) -> str:

@@ -161,6 +161,27 @@ def test_a_box_that_never_becomes_active_is_terminated(
     assert "re-listed: standin-" in (plan.run_dir / "burst.log").read_text()
 
 
+@pytest.mark.parametrize(("fault", "status"), [("boot_unhealthy", "unhealthy"), ("preempt", "preempted")])
+def test_an_unhealthy_or_preempted_box_fails_at_once_and_counts_as_gone(
+    standin: LambdaStandIn,
+    cloud: LambdaCloud,
+    box: LocalSshd,
+    payload: Path,
+    tmp_path: Path,
+    fault: str,
+    status: str,
+) -> None:
+    setattr(standin, fault, True)
+    standin.boot_seconds = 0.0
+    plan = plan_for(tmp_path, payload, box, boot_timeout=120.0)
+    started = time.monotonic()
+    with pytest.raises(BurstFailed, match=f"is {status} while booting"):
+        run_burst(plan, cloud, guard_in(tmp_path), tracking_uri=None)
+    assert time.monotonic() - started < 30  # not the boot timeout, not the 300 s wait for "terminated"
+    assert len(standin.boxes) == 1 and standin.alive() == []
+    assert BurstState.load(plan.run_dir).status == "cost-logged"
+
+
 def test_a_parity_mismatch_voids_the_run_and_says_what_differs(
     standin: LambdaStandIn, cloud: LambdaCloud, box: LocalSshd, payload: Path, tmp_path: Path
 ) -> None:
