@@ -97,3 +97,27 @@ def test_cli_estimate_shows_the_arithmetic_and_asks_the_guard(
     assert f"0.500 h x ${spot:.4f}/h x 8 instance(s) x (1 + 25% margin) = ${0.5 * spot * 8 * 1.25:.2f}" in out
     assert main([*args, "--market", "on-demand"]) == 3  # $15.30 cannot fit under $5
     assert "would pass the ceiling $5.00" in capsys.readouterr().err
+
+
+def test_cli_status_lists_open_reservations_by_label_and_age(
+    log_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log_path.write_text(
+        '{"ts": "2026-01-01T00:00:00+00:00", "op_label": "job-1/seg-0002/1 spot", "estimated": 0.5, '
+        '"currency": "USD"}\n'
+    )
+    BudgetGuard(5.0, log_path).authorize("job-1/seg-0003/1 spot", 0.25)
+    assert main(["budget", "status", "--spend-log", str(log_path)]) == 0
+    out = capsys.readouterr().out
+    assert "open reservations" in out
+    old = next(line for line in out.splitlines() if "seg-0002" in line and "since" in line)
+    new = next(line for line in out.splitlines() if "seg-0003" in line and "since" in line)
+    assert "$0.50" in old and " h old)" in old  # a reservation nobody settled for months stands out
+    assert "$0.25" in new and " s old)" in new
+
+
+def test_version() -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "coordinator", "--version"], capture_output=True, text=True, check=True
+    )
+    assert shown.stdout.startswith("spotbatch 0.1.0")
