@@ -43,7 +43,7 @@ from coordinator.job.instances import list_instances
 from coordinator.job.launch_contract import TAG_SEGMENT
 from coordinator.sim.awslogs import LogShipper
 from coordinator.sim.host_agent import HostAgent, Reply
-from coordinator.sim.lifeline import die_with_parent
+from coordinator.sim.lifeline import popen_tied
 from coordinator.sim.machine import MachineImage, RoleSession, container_env, pull_image
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.standins import MACHINE_ENV, SOCKET_ENV
@@ -189,15 +189,13 @@ class InstanceRuntime:
         with self.lock:
             self.instances[instance_id] = instance
         with open(home / "cloud-init-output.log", "ab") as output:
-            instance.script = subprocess.Popen(
+            instance.script = popen_tied(
                 ["bash", str(home / "user-data.sh")],
                 env=env,
                 cwd=home,
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=die_with_parent(os.getpid()),
             )
         log.debug("booted %s for %s", instance_id, tags.get(TAG_SEGMENT))
 

@@ -13,7 +13,7 @@ child should (the main thread, the runtime's loop, the host agent's connection t
 
 Usage::
 
-    subprocess.Popen(command, start_new_session=True, preexec_fn=die_with_parent(os.getpid()))
+    popen_tied(command, stdout=log)   # its own session, SIGKILLed if this process dies
     stop_leftover(pid_file)     # a previous run's emulator, if a kill left one (checked by command line)
 """
 
@@ -23,9 +23,11 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 PR_SET_PDEATHSIG = 1
 
@@ -56,6 +58,13 @@ def tie_to_parent(parent_pid: int | None = None) -> None:
 def die_with_parent(parent_pid: int) -> Callable[[], None]:
     """A `preexec_fn` for `subprocess.Popen` (runs in the child between fork and exec)."""
     return lambda: tie_to_parent(parent_pid)
+
+
+def popen_tied(command: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """`subprocess.Popen` in a session of its own, tied to this process by the lifeline."""
+    return subprocess.Popen(
+        command, start_new_session=True, preexec_fn=die_with_parent(os.getpid()), **kwargs
+    )
 
 
 def record_pid(pid_file: Path, pid: int, marker: str) -> None:
