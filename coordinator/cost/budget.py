@@ -18,14 +18,10 @@ The log is append-only JSONL, one line per event, never edited, never truncated:
     {"ts": "2026-12-02T12:00:00.123456+00:00", "op_label": "...", "estimated": 3.0, "currency": "USD"}
     {"ts": "...", "op_label": "...", "estimated": 3.0, "actual": 2.41, "currency": "USD"}
 
-Every read-check-append runs under an exclusive `flock` on the log file itself (opened 0600), so processes
-and threads that authorize at the same time are serialised and cannot pass the ceiling together; a log
-deleted or replaced while a caller waited for the lock is noticed (the locked file is no longer the one at
-the path) and opened again. Each record is written whole or not at all: one `write` of the full line,
-checked; a short write (a full disk) is cut back to where it began. A line that does not parse (a crash
-mid-write, a hand edit) stops the guard with an error naming the file and line; the guard never repairs the
-log by itself. `spotbatch budget repair` removes a torn last line the guard itself began (a prefix of one
-of its records, with no newline), after copying the whole log aside.
+The log (`spend_log.py`) is locked for every read-check-append, so processes and threads that authorize at
+the same time are serialised and cannot pass the ceiling together; each record is written whole or not at
+all. A line that does not parse stops the guard with an error naming the file and line; the guard never
+repairs the log by itself (`spotbatch budget repair` cuts only a torn line it began, keeping a copy).
 
 Reservations belong to operations, and an operation is authorized once: `authorize_once(label, ...)` does
 nothing if `label` already holds an open reservation (a coordinator restarted after authorizing but before
@@ -38,22 +34,16 @@ recording its attempt does not reserve the same launch twice).
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
 import math
 import os
-import shutil
-import stat
-import threading
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from coordinator.cost.spend_log import RepairResult, SpendLog
 from coordinator.errors import BudgetConfigError, BudgetGuardExceeded
 
 DEFAULT_CEILING_USD = 5.0  # docs/budget/budget.md: $3 for the GPU run, $2 buffer
@@ -189,127 +179,17 @@ class BudgetGuard:
         self.log_path = Path(log_path)
         self.currency = CURRENCY
         self.in_memory = os.environ.get(TEST_MODE_ENV) == "1"
-        self._memory: list[str] = []
-        self._threads = threading.Lock()  # threads of one process share a guard (and its memory log)
-        self._fd: int | None = None  # the locked log, while a read-check-append runs
-
-    # -- the log -------------------------------------------------------------------------------------------
-
-    def _refuse(self, what: str, error: OSError | None = None) -> BudgetConfigError:
-        why = f": {error.strerror or error}" if error is not None else ""
-        return BudgetConfigError(f"{self.log_path}: {what}{why}")
-
-    def _open_locked(self) -> int:
-        """The log, opened (created 0600) and locked; opened again if it was replaced while we waited."""
-        try:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError as error:
-            raise self._refuse("cannot create the spend log's folder", error) from None
-        for _ in range(100):
-            self._check_regular_file()
-            try:
-                fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            except OSError as error:
-                raise self._refuse("cannot open the spend log", error) from None
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                same = os.stat(self.log_path).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                return fd
-            os.close(fd)  # deleted or replaced while we waited: the lock we hold guards nothing
-        raise self._refuse("the spend log keeps being replaced while the guard locks it")
-
-    def _check_regular_file(self) -> None:
-        try:
-            mode = os.stat(self.log_path).st_mode
-        except FileNotFoundError:
-            return
-        except OSError as error:
-            raise self._refuse("cannot read the spend log", error) from None
-        if not stat.S_ISREG(mode):
-            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
-            raise self._refuse(f"the spend log must be a regular file, and this is {kind}")
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._threads:
-            if self.in_memory:
-                yield
-                return
-            self._fd = self._open_locked()
-            try:
-                yield
-            finally:
-                os.close(self._fd)  # closing releases the flock
-                self._fd = None
-
-    def _read_bytes(self) -> bytes:
-        if self._fd is None:  # read outside a lock (`state()` takes one; this is for `repair`'s callers)
-            raise RuntimeError("the spend log is read under its lock")
-        size = os.fstat(self._fd).st_size
-        chunks, offset = [], 0
-        while offset < size:
-            chunk = os.pread(self._fd, min(1 << 20, size - offset), offset)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            offset += len(chunk)
-        return b"".join(chunks)
-
-    def _read_lines(self) -> list[str]:
-        if self.in_memory:
-            return list(self._memory)
-        try:
-            raw = self._read_bytes()
-        except OSError as error:
-            raise self._refuse("cannot read the spend log", error) from None
-        if raw and not raw.endswith(b"\n"):
-            last, tail = raw.count(b"\n") + 1, raw.rsplit(b"\n", 1)[-1][:120]
-            raise BudgetConfigError(
-                f"{self.log_path}:{last}: truncated line (no newline: a crash or a full disk mid-write?): "
-                f"{tail!r}. The guard never rewrites the log by itself: `spotbatch budget repair` removes a "
-                "torn line it began (keeping a copy of the log), or fix that line by hand"
-            )
-        try:
-            return raw.decode("utf-8").splitlines()
-        except UnicodeDecodeError as error:
-            line = raw.count(b"\n", 0, error.start) + 1
-            raise BudgetConfigError(f"{self.log_path}:{line}: not UTF-8") from None
+        self.log = SpendLog(self.log_path, in_memory=self.in_memory)
 
     def _entries(self) -> list[SpendEntry]:
-        where = "memory" if self.in_memory else str(self.log_path)
         return [
-            _parse_line(f"{where}:{number}", line, self.currency)
-            for number, line in enumerate(self._read_lines(), start=1)
+            _parse_line(f"{self.log.where}:{number}", line, self.currency)
+            for number, line in enumerate(self.log.lines(), start=1)
             if line.strip()
         ]
 
     def _append(self, entry: SpendEntry) -> None:
-        """The record, whole or not at all: one checked write; a short one is cut back to where it began."""
-        line = entry.to_json()
-        if self.in_memory:
-            self._memory.append(line)
-            return
-        assert self._fd is not None
-        data = (line + "\n").encode("utf-8")
-        before = os.fstat(self._fd).st_size
-        try:
-            written = os.write(self._fd, data)
-            if written != len(data):
-                raise OSError(errno.ENOSPC, f"only {written} of {len(data)} bytes written (disk full?)")
-            os.fsync(self._fd)
-        except OSError as error:
-            try:
-                os.ftruncate(self._fd, before)
-            except OSError:
-                raise self._refuse(
-                    "could not write the record and could not cut the torn line back (run `spotbatch budget "
-                    "repair` once the disk has room)",
-                    error,
-                ) from None
-            raise self._refuse(f"could not record {entry.op_label!r} (nothing was written)", error) from None
+        self.log.append(entry.to_json(), repr(entry.op_label))
 
     def _check_currency(self, currency: str) -> None:
         if currency != self.currency:
@@ -334,7 +214,7 @@ class BudgetGuard:
         self._check_label(op_label)
         self._check_currency(currency)
         estimate = parse_amount(estimated_usd, f"estimate for {op_label!r}")
-        with self._locked():
+        with self.log.locked():
             state = summarize(self._entries())
             if once and op_label in state.reservations:
                 return False
@@ -361,46 +241,23 @@ class BudgetGuard:
         self._check_label(op_label)
         self._check_currency(currency)
         actual = parse_amount(actual_usd, f"actual for {op_label!r}")
-        with self._locked():
+        with self.log.locked():
             state = summarize(self._entries())
             reservations = state.reservations.get(op_label, [])
             estimated = reservations[0].estimate if reservations else None
             self._append(SpendEntry(_now(), op_label, estimated, actual, self.currency))
 
     def state(self) -> BudgetState:
-        with self._locked():
+        with self.log.locked():
             return summarize(self._entries())
 
     def repair(self) -> RepairResult:
-        """Remove a torn last line the guard began (no newline, a prefix of one of its records), after
-        copying the whole log aside. Anything else that does not parse is left for a person to read."""
-        if self.in_memory:
-            return RepairResult(None, b"")
-        with self._locked():
-            raw = self._read_bytes()
-            if not raw or raw.endswith(b"\n"):
-                self._entries()  # a corrupt line elsewhere is reported, never "repaired"
-                return RepairResult(None, b"")
-            keep = raw.rfind(b"\n") + 1
-            torn = raw[keep:]
-            if not torn.startswith(RECORD_START):
-                raise BudgetConfigError(
-                    f"{self.log_path}: the last line {torn[:120]!r} has no newline and is not a record the "
-                    "guard began; it is left for you to read and fix by hand"
-                )
-            copy = self.log_path.with_name(
-                f"{self.log_path.name}.before-repair-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
-            )
-            try:
-                shutil.copyfile(self.log_path, copy)
-                copy.chmod(0o600)
-                assert self._fd is not None
-                os.ftruncate(self._fd, keep)
-                os.fsync(self._fd)
-            except OSError as error:
-                raise self._refuse("could not repair the spend log", error) from None
+        """Remove a torn last line the guard began (`SpendLog.repair`); a corrupt line elsewhere is
+        reported, never "repaired"."""
+        with self.log.locked():
+            result = self.log.repair()
             self._entries()  # what is left parses
-            return RepairResult(copy, torn)
+            return result
 
     @property
     def total_spent(self) -> float:
@@ -411,15 +268,6 @@ class BudgetGuard:
         """Ceiling less actuals and open reservations (what the next `authorize` may still use)."""
         state = self.state()
         return self.ceiling_usd - state.spent - state.reserved
-
-
-RECORD_START = b'{"ts": "'  # how every record the guard writes begins (`SpendEntry.to_json`)
-
-
-@dataclass(frozen=True, slots=True)
-class RepairResult:
-    copy: Path | None  # the whole log before the repair; None: nothing to repair
-    removed: bytes
 
 
 def _now() -> str:

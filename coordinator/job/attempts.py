@@ -49,6 +49,10 @@ class Tracked:
     budget_label: str
 
 
+RECORD_COLUMNS = (  # the state's attempt columns a ledger record carries as they are
+    *("segment_id", "attempt_id", "instance_id", "instance_type", "market", "launched_at", "ended_at"),
+    *("billed_seconds", "cost_usd", "end_reason", "rows_kept", "rows_wasted", "rows_per_s"),
+)
 FINAL_BEATS = frozenset({"done", "draining", "failed"})  # a worker's last heartbeat before it exits
 
 
@@ -283,25 +287,13 @@ class AttemptBook:
             records.append(
                 AttemptRecord(
                     job_id=self.job_id,
-                    segment_id=a["segment_id"],
-                    attempt_id=a["attempt_id"],
-                    instance_id=a["instance_id"],
                     provider=self.spec.provider,
                     region=self.spec.region,
-                    instance_type=a["instance_type"],
-                    market=a["market"],
                     gpus=gpus,
                     rate_usd_per_hour=quote.rate_usd_per_hour,
                     price_source=quote.source,
                     billing=quote.billing.name,
-                    launched_at=a["launched_at"],
-                    ended_at=a["ended_at"],
-                    billed_seconds=a["billed_seconds"],
-                    cost_usd=a["cost_usd"],
-                    end_reason=a["end_reason"],
-                    rows_kept=a["rows_kept"],
-                    rows_wasted=a["rows_wasted"],
-                    rows_per_s=a["rows_per_s"],
+                    **{column: a[column] for column in RECORD_COLUMNS},
                 )
             )
         return records

@@ -32,27 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.errors import InvalidTransition, RunStorageError, SpotbatchError
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    job_id TEXT PRIMARY KEY, config TEXT NOT NULL, created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS segments (
-    job_id TEXT NOT NULL, segment_id TEXT NOT NULL, start INTEGER NOT NULL, stop INTEGER NOT NULL,
-    state TEXT NOT NULL, market TEXT, attempts INTEGER NOT NULL DEFAULT 0, updated_at REAL NOT NULL,
-    PRIMARY KEY (job_id, segment_id)
-);
-CREATE TABLE IF NOT EXISTS attempts (
-    attempt_id TEXT PRIMARY KEY, job_id TEXT NOT NULL, segment_id TEXT NOT NULL, market TEXT NOT NULL,
-    instance_type TEXT NOT NULL, instance_id TEXT, launched_at REAL, ended_at REAL, end_reason TEXT,
-    rows_kept INTEGER NOT NULL DEFAULT 0, rows_wasted INTEGER NOT NULL DEFAULT 0,
-    rows_per_s REAL NOT NULL DEFAULT 0, billed_seconds INTEGER, cost_usd REAL
-);
-CREATE TABLE IF NOT EXISTS events (
-    event_id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, job_id TEXT NOT NULL, segment_id TEXT,
-    from_state TEXT, to_state TEXT, reason TEXT NOT NULL
-);
-"""
+from coordinator.job.state_schema import SCHEMA
 
 PENDING, LAUNCHING, RUNNING, DRAINING, LOST = "PENDING", "LAUNCHING", "RUNNING", "DRAINING", "LOST"
 INTERRUPTED, FAILED_LAUNCH, DONE, FAILED = "INTERRUPTED", "FAILED_LAUNCH", "DONE", "FAILED"
@@ -278,21 +258,21 @@ class CoordinatorState:
         billed_seconds: int | None = None,
         cost_usd: float | None = None,
     ) -> None:
+        values = (
+            ended_at,
+            end_reason,
+            rows_kept,
+            rows_wasted,
+            rows_per_s,
+            billed_seconds,
+            cost_usd,
+            attempt_id,
+        )
         with self._transaction() as db:
             changed = db.execute(
                 "UPDATE attempts SET ended_at = ?, end_reason = ?, rows_kept = ?, rows_wasted = ?, "
-                "rows_per_s = ?, "
-                "billed_seconds = ?, cost_usd = ? WHERE attempt_id = ? AND ended_at IS NULL",
-                (
-                    ended_at,
-                    end_reason,
-                    rows_kept,
-                    rows_wasted,
-                    rows_per_s,
-                    billed_seconds,
-                    cost_usd,
-                    attempt_id,
-                ),
+                "rows_per_s = ?, billed_seconds = ?, cost_usd = ? WHERE attempt_id = ? AND ended_at IS NULL",
+                values,
             ).rowcount
             if changed != 1:
                 raise InvalidTransition(f"attempt {attempt_id} is unknown or already ended")

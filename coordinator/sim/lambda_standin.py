@@ -127,6 +127,27 @@ class LambdaStandIn(LocalHttpServer):
             view |= {"ip": self.ip, "private_ip": self.ip, "hostname": self.ip}
         return view
 
+    def refusal(self, authorization: str | None, path: str) -> tuple[int, dict[str, Any], str | None] | None:
+        """A wrong key (401), an injected 429, or a request that breaks the rate limits (429)."""
+        if authorization != f"Bearer {self.api_key}":
+            return (
+                *_error(
+                    401,
+                    "global/invalid-api-key",
+                    "API key was invalid, expired, or deleted.",
+                    "Check your API key or create a new one, then try again.",
+                ),
+                None,
+            )
+        if self.rate_limit_next > 0:
+            self.rate_limit_next -= 1
+            return (*_error(429, "global/too-many-requests", "Too many requests."), "0")
+        with self._lock:
+            wait = self.too_soon(path.endswith("/instance-operations/launch"))
+        if wait is not None:
+            return (*_error(429, "global/too-many-requests", "Too many requests."), f"{wait:.3f}")
+        return None
+
     def too_soon(self, launch: bool) -> float | None:
         """Seconds to wait if this request breaks the limits (and it is refused), else None (and counted)."""
         if self.limits is None:
@@ -226,29 +247,9 @@ class LambdaStandIn(LocalHttpServer):
 
             def _serve(self, method: str) -> None:
                 server.requests.append(f"{method} {self.path}")
-                if self.headers.get("Authorization") != f"Bearer {server.api_key}":
-                    self._reply(
-                        *_error(
-                            401,
-                            "global/invalid-api-key",
-                            "API key was invalid, expired, or deleted.",
-                            "Check your API key or create a new one, then try again.",
-                        )
-                    )
-                    return
-                if server.rate_limit_next > 0:
-                    server.rate_limit_next -= 1
-                    self._reply(
-                        *_error(429, "global/too-many-requests", "Too many requests."), retry_after="0"
-                    )
-                    return
-                with server._lock:
-                    wait = server.too_soon(self.path.endswith("/instance-operations/launch"))
-                if wait is not None:
-                    self._reply(
-                        *_error(429, "global/too-many-requests", "Too many requests."),
-                        retry_after=f"{wait:.3f}",
-                    )
+                refused = server.refusal(self.headers.get("Authorization"), self.path)
+                if refused is not None:
+                    self._reply(*refused[:2], retry_after=refused[2])
                     return
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
