@@ -73,7 +73,7 @@ def exercise(standin: LambdaStandIn, cloud: LambdaCloud) -> None:
 def test_every_request_and_answer_has_the_described_shape(standin: LambdaStandIn) -> None:
     session = RecordingSession()
     cloud = LambdaCloud(
-        api_key=API_KEY, base_url=standin.api_url, session=session, pace=RequestPace.scaled(0.01)
+        api_key=API_KEY, base_url=standin.api_url, session=session, pace=RequestPace.scaled(0.02)
     )
     standin.boot_seconds = 0.0
     exercise(standin, cloud)
@@ -90,7 +90,7 @@ def test_every_request_and_answer_has_the_described_shape(standin: LambdaStandIn
             jsonschema.validate(answer["data"], schema(op["data"]))
         else:
             jsonschema.validate(answer, schema("Error"))
-            if name in CONTRACT["error_codes"]:
+            if name in CONTRACT["error_codes"] and status != 429:  # the rate limiter's code is not described
                 assert answer["error"]["code"] in CONTRACT["error_codes"][name], (name, answer)
     assert seen == set(CONTRACT["operations"])  # every operation the client uses was exercised
 
