@@ -1,14 +1,21 @@
-"""Worker throughput against the plain `transformers` pipeline, on the same model and sentences.
+"""Worker throughput on each backend against the plain `transformers` pipeline, on the same sentences.
 
-    python -m bench.worker_throughput [--model DIR] [--rows 2000] [--repeats 3]
+    python -m bench.worker_throughput [--model DIR] [--rows 2000] [--repeats 3] [--no-sweep]
 
-Baseline: `pipeline("text-classification")` with the same batch size (64) and truncation (128 tokens).
-Measured: the worker's batch loop (`SegmentRun.run`: segment read, length-sorted plan, inference, parts,
-checkpoints) with the model already loaded, as the pipeline's is. Both run in this process with the same
-torch threads; the order alternates between repeats and the median is reported. Predictions must match.
+Baseline: `pipeline("text-classification")` on the torch model, batch 64, truncation at 128 tokens.
+Measured in the same run, on the same rows, with the model loaded beforehand as the pipeline's is: the
+worker's batch loop (`SegmentRun.run`: segment read, length-sorted plan, inference, parts, checkpoints) on
+the torch backend, on the ONNX fp32 export and on the int8 export. If the build refused the int8 export
+(below its agreement gate), the bench quantises one into a temporary folder to show what it would have
+given. Each path: rows/s (median of the repeats, order alternating), ratio to the pipeline, the share of
+labels equal to the pipeline's and the largest score difference, and the accuracy on the model's 2,000
+held-out sentences.
 
-Checkpoint overhead: the worker with a checkpoint every 50 batches (the default), every 5 and every
-batch, against one part at the very end (no intermediate checkpoint), on the same rows.
+Then a sweep on the fastest path that passed its gate: batch size x sort window (the checkpoint interval
+bounds the length-sorted window) x intra-op threads, as ratios to the defaults.
+
+On a GPU it would also measure the torch backend on CUDA (autocast bf16/fp16, pinned memory) against the
+pipeline on the same GPU; without one it says so.
 """
 
 from __future__ import annotations
@@ -22,21 +29,24 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from coordinator.paths import default_dataset_path, default_model_dir
+from coordinator.paths import cache_dir, default_dataset_path, default_model_dir
 from inference.checkpoint import read_segment_output
-from inference.config import DEFAULT_BATCH_SIZE, WorkerConfig
+from inference.config import DEFAULT_BATCH_SIZE, DEFAULT_CHECKPOINT_EVERY, WorkerConfig
 from inference.heartbeat import Heartbeat, HeartbeatWriter
 from inference.interruption import StopSignal
-from inference.model import Classifier, configure_threads, load_classifier
+from inference.model import ONNX_DIR, ONNX_FILES, Classifier, onnx_exports, threads_to_use
+from inference.onnx_model import load_onnx_classifier
 from inference.segment_run import SegmentRun
 from inference.storage import open_store
+from inference.torch_model import TorchClassifier, load_torch_classifier
 
-NO_CHECKPOINT = 10**9  # batches: larger than any segment, so the only part is written at the end
+Rows = dict[str, tuple[str, float]]
+Contender = tuple[Classifier, str, Path | None]  # a path: the classifier, a note, its export file
 
 
 def worker_run(
-    classifier: Classifier, dataset: Path, rows: int, checkpoint_every: int
-) -> tuple[float, list[tuple[str, str, float]]]:
+    classifier: Classifier, dataset: Path, rows: int, *, batch: int = DEFAULT_BATCH_SIZE, every: int = 50
+) -> tuple[float, Rows]:
     with tempfile.TemporaryDirectory() as output:
         config = WorkerConfig(
             input_uri=str(dataset),
@@ -45,7 +55,8 @@ def worker_run(
             segment_id="bench",
             output_prefix=output,
             model="(preloaded)",
-            checkpoint_every=checkpoint_every,
+            batch_size=batch,
+            checkpoint_every=every,
             poll_notices=False,
         )
         store = open_store(output)
@@ -53,10 +64,10 @@ def worker_run(
         started = time.perf_counter()
         SegmentRun(config, store, StopSignal()).run(classifier, heartbeat)
         elapsed = time.perf_counter() - started
-        return elapsed, read_segment_output(store, "bench")
+        return elapsed, {i: (label, score) for i, label, score in read_segment_output(store, "bench")}
 
 
-def pipeline_run(classifier: Classifier, texts: list[str]) -> tuple[float, list[tuple[str, float]]]:
+def pipeline_run(classifier: TorchClassifier, ids: list[str], texts: list[str]) -> tuple[float, Rows]:
     from transformers import pipeline
 
     classify = pipeline(
@@ -70,7 +81,7 @@ def pipeline_run(classifier: Classifier, texts: list[str]) -> tuple[float, list[
         texts, batch_size=DEFAULT_BATCH_SIZE, truncation=True, max_length=classifier.max_length
     )
     elapsed = time.perf_counter() - started
-    return elapsed, [(r["label"], float(r["score"])) for r in results]
+    return elapsed, {i: (r["label"], float(r["score"])) for i, r in zip(ids, results, strict=True)}
 
 
 def median_time(runs: list[Callable[[], float]], repeats: int) -> list[float]:
@@ -85,58 +96,151 @@ def median_time(runs: list[Callable[[], float]], repeats: int) -> list[float]:
     return [statistics.median(t) for t in times]
 
 
+def agreement(reference: Rows, rows: Rows) -> tuple[float, float]:
+    same = [i for i in reference if reference[i][0] == rows[i][0]]
+    worst = max((abs(reference[i][1] - rows[i][1]) for i in same), default=float("inf"))
+    return len(same) / len(reference), worst
+
+
+def held_out_accuracy(classifier: Classifier) -> float | None:
+    from coordinator.build.dataset import fetch_vader_sdist, read_movie_sentences, split_sentences
+
+    try:
+        held_out = split_sentences(read_movie_sentences(fetch_vader_sdist(cache_dir()))).evaluation
+    except Exception:  # no cached sdist and no network: the table says n/a
+        return None
+    correct = 0
+    for cut in range(0, len(held_out), 64):
+        batch = held_out[cut : cut + 64]
+        labels = classifier.predict([s.text for s in batch]).labels
+        correct += sum(p.lower() == s.label for p, s in zip(labels, batch, strict=True))
+    return correct / len(held_out)
+
+
+def onnx_paths(model: Path, threads: int, scratch: Path) -> dict[str, Contender]:
+    """The exports, by backend; an int8 the build refused is quantised into `scratch`, marked so."""
+    exports = onnx_exports(model)
+    found: dict[str, Contender] = {}
+    for backend in ONNX_FILES:
+        path, note = exports.get(backend), "passed the build's gate"
+        if path is None and backend == "onnx-int8" and "onnx" in exports:
+            from coordinator.build.onnx_export import _quantize
+
+            path, note = (
+                scratch / ONNX_FILES[backend],
+                "REFUSED by the build's gate; quantised here to show why",
+            )
+            _quantize(exports["onnx"], path)
+        if path is not None:
+            found[backend] = (load_onnx_classifier(model, path, backend=backend, threads=threads), note, path)
+    if not found:
+        print(f"no ONNX exports under {model / ONNX_DIR}: run `spotbatch model export-onnx` first")
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--model", default=str(default_model_dir()))
     parser.add_argument("--dataset", default=str(default_dataset_path()))
     parser.add_argument("--rows", type=int, default=2_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-sweep", action="store_true")
     args = parser.parse_args()
 
-    threads = configure_threads()
-    classifier = load_classifier(args.model)
-    dataset = Path(args.dataset)
+    threads = threads_to_use()
+    model, dataset = Path(args.model), Path(args.dataset)
+    torch_classifier = load_torch_classifier(args.model, threads=threads)
     table = pq.read_table(dataset).slice(0, args.rows)
-    texts = table.column("text").to_pylist()
+    texts = [str(t) for t in table.column("text").to_pylist()]
     ids = [str(i) for i in table.column("id").to_pylist()]
-    print(f"model {args.model}, {len(texts)} sentences, batch {DEFAULT_BATCH_SIZE}, {threads} torch threads")
+    print(f"model {model}, {len(texts)} sentences, batch {DEFAULT_BATCH_SIZE}, {threads} intra-op threads")
+    with tempfile.TemporaryDirectory() as scratch:
+        paths: dict[str, Contender] = {"torch": (torch_classifier, "the reference backend", None)}
+        paths |= onnx_paths(model, threads, Path(scratch))
+        _, reference = pipeline_run(torch_classifier, ids, texts)  # warm-up, and the reference labels
+        runs: list[Callable[[], float]] = [lambda: pipeline_run(torch_classifier, ids, texts)[0]]
+        results = {}
+        for name, (classifier, _, _) in paths.items():
+            results[name] = worker_run(classifier, dataset, args.rows)[1]  # warm-up, and its predictions
+            runs.append(lambda c=classifier: worker_run(c, dataset, args.rows)[0])  # type: ignore[misc]
+        seconds = median_time(runs, args.repeats)
+        report(len(texts), seconds, paths, reference, results, args.repeats)
+        if not args.no_sweep:
+            sweep(paths, model, dataset, args.rows, threads)
+    gpu_note()
 
-    _, worker_rows = worker_run(classifier, dataset, args.rows, 50)  # warm-up, and the predictions
-    _, pipeline_rows = pipeline_run(classifier, texts)
-    by_id = {row_id: (label, score) for row_id, label, score in worker_rows}
-    same_labels = sum(by_id[i][0] == p[0] for i, p in zip(ids, pipeline_rows, strict=True))
-    worst = max(abs(by_id[i][1] - p[1]) for i, p in zip(ids, pipeline_rows, strict=True))
-    print(f"identical predictions: {same_labels}/{len(texts)} labels, largest score difference {worst:.2e}")
 
-    worker_s, pipeline_s = median_time(
-        [
-            lambda: worker_run(classifier, dataset, args.rows, 50)[0],
-            lambda: pipeline_run(classifier, texts)[0],
-        ],
-        args.repeats,
-    )
+def report(
+    count: int,
+    seconds: list[float],
+    paths: dict[str, Contender],
+    reference: Rows,
+    results: dict[str, Rows],
+    repeats: int,
+) -> None:
+    base = seconds[0]
     print(
-        f"pipeline (baseline)    {len(texts) / pipeline_s:8.1f} rows/s  ({pipeline_s:.2f} s, median of "
-        f"{args.repeats})"
+        f"\n{'path':<22} {'rows/s':>8} {'x pipeline':>10} {'labels = pipeline':>18} {'max score diff':>15} "
+        f"{'held-out acc.':>13}  note"
     )
-    print(f"worker                 {len(texts) / worker_s:8.1f} rows/s  ({worker_s:.2f} s)")
-    print(f"ratio worker/pipeline  {pipeline_s / worker_s:8.2f}x  (goal >= 1.5x)")
-
-    intervals = [NO_CHECKPOINT, 50, 5, 1]
-
-    def timed_run(every: int) -> Callable[[], float]:
-        return lambda: worker_run(classifier, dataset, args.rows, every)[0]
-
-    checkpoint_s = median_time([timed_run(every) for every in intervals], args.repeats)
-    base = checkpoint_s[0]
+    accuracy = held_out_accuracy(paths["torch"][0])
     print(
-        "checkpoint overhead (against one part at the end; the interval also bounds the length-sort window,"
+        f"{'pipeline (baseline)':<22} {count / base:8.1f} {1.0:10.2f} {'-':>18} {'-':>15} "
+        f"{_pct(accuracy):>13}  median of {repeats}"
     )
-    print("so short intervals pay for less effective sorting as well as for the writes):")
-    for every, seconds in zip(intervals, checkpoint_s, strict=True):
-        label = "none" if every == NO_CHECKPOINT else f"every {every} batch(es)"
-        parts = 1 if every == NO_CHECKPOINT else -(-args.rows // (DEFAULT_BATCH_SIZE * every))
-        print(f"  {label:<22} {seconds:7.2f} s  {parts:4d} part(s)  ratio {seconds / base:5.3f}")
+    for (name, (classifier, note, _)), elapsed in zip(paths.items(), seconds[1:], strict=True):
+        same, worst = agreement(reference, results[name])
+        print(
+            f"{'worker (' + name + ')':<22} {count / elapsed:8.1f} {base / elapsed:10.2f} {same:18.2%} "
+            f"{worst:15.2e} {_pct(held_out_accuracy(classifier)):>13}  {note}"
+        )
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2%}"
+
+
+def sweep(paths: dict[str, Contender], model_dir: Path, dataset: Path, rows: int, threads: int) -> None:
+    """Batch size x sort window x threads on the fastest backend that passed its gate, against defaults."""
+    passed = [n for n in ("onnx-int8", "onnx", "torch") if n in paths and "REFUSED" not in paths[n][1]]
+    name = passed[0]
+    model = paths[name][0]
+    print(
+        f"\nsweep on {name} (rows/s as a ratio to batch {DEFAULT_BATCH_SIZE}, window "
+        f"{DEFAULT_CHECKPOINT_EVERY} batches, {threads} threads):"
+    )
+    base = worker_run(model, dataset, rows)[0]
+    for batch in (16, 32, 64, 128):
+        cells = []
+        for every in (10, DEFAULT_CHECKPOINT_EVERY):
+            elapsed = min(worker_run(model, dataset, rows, batch=batch, every=every)[0] for _ in range(2))
+            cells.append(f"window {every:>3}: {base / elapsed:5.2f}x")
+        print(f"  batch {batch:>3}  " + "   ".join(cells))
+    export = paths[name][2]
+    if export is None:
+        return
+    for count in sorted({1, threads}):
+        candidate = load_onnx_classifier(model_dir, export, backend=name, threads=count)
+        elapsed = min(worker_run(candidate, dataset, rows)[0] for _ in range(2))
+        print(f"  {count} intra-op thread(s): {base / elapsed:5.2f}x")
+
+
+def gpu_note() -> None:
+    import torch
+
+    from inference.torch_model import autocast_dtype
+
+    if torch.cuda.is_available():
+        device = torch.device("cuda")
+        print(
+            f"\nGPU {torch.cuda.get_device_name(0)}: the torch backend runs under {autocast_dtype(device)} "
+            "autocast (measure with --model on this machine; the CPU rows above are this host's)"
+        )
+    else:
+        print(
+            "\nno GPU here: on one, the torch backend runs under bf16 (Ampere and later) or fp16 (T4, V100) "
+            "autocast with pinned host memory; this bench would time it against the pipeline on the same GPU"
+        )
 
 
 if __name__ == "__main__":

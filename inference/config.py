@@ -35,4 +35,5 @@ class WorkerConfig:
     notice_poll_every: float = NOTICE_POLL_SECONDS
     poll_notices: bool = True
     threads: int | None = None
+    backend: str = "auto"  # torch, onnx, onnx-int8 or auto (inference/model.py)
     pace: float | None = None  # rows per second of the instance type a simulated worker stands for

@@ -44,7 +44,7 @@ from inference.interruption import (
     metadata_endpoint_from_env,
 )
 from inference.metrics import MetricsPublisher
-from inference.model import DEFAULT_MAX_LENGTH, configure_threads, load_classifier
+from inference.model import BACKENDS, DEFAULT_MAX_LENGTH, load_classifier
 from inference.segment_run import SegmentRun, WorkerOutcome
 from inference.storage import open_store
 
@@ -81,8 +81,10 @@ def run_worker(config: WorkerConfig, stop: StopSignal | None = None) -> WorkerOu
         )
         poller.start()
     try:
-        configure_threads(config.threads)
-        classifier = load_classifier(config.model, max_length=config.max_length)
+        classifier = load_classifier(
+            config.model, backend=config.backend, max_length=config.max_length, threads=config.threads
+        )
+        log.info("model %s on the %s backend", config.model, classifier.backend)
         outcome = SegmentRun(config, store, stop).run(classifier, heartbeat)
     except Superseded:
         heartbeat.close(None)  # the segment's heartbeat belongs to the newer attempt now
@@ -136,7 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
     option("attempt", str, "", "attempt id written into heartbeats and checkpoints")
     option("heartbeat-every", float, HEARTBEAT_SECONDS, "seconds between heartbeats")
     option("notice-poll-every", float, NOTICE_POLL_SECONDS, "seconds between interruption-notice polls")
-    option("threads", int, 0, "torch threads (0: every usable CPU)")
+    option("threads", int, 0, "intra-op threads (0: every usable CPU)")
+    option(
+        "backend",
+        str,
+        "auto",
+        f"inference backend: {', '.join(BACKENDS)} (auto: the fastest the build passed)",
+    )
     option(
         "pace",
         float,
@@ -172,6 +180,7 @@ def config_from_args(args: argparse.Namespace) -> WorkerConfig:
         notice_poll_every=args.notice_poll_every,
         poll_notices=not args.no_notice_poll,
         threads=args.threads or None,
+        backend=args.backend,
         pace=args.pace or None,
     )
 

@@ -20,7 +20,8 @@ from typing import Any
 import torch
 
 from coordinator.build.dataset import Sentence
-from inference.model import configure_threads, load_classifier, quiet_transformers
+from inference.model import load_classifier, threads_to_use
+from inference.torch_model import configure_threads, quiet_transformers
 
 LABELS = ("negative", "positive")
 ENCODER_LAYERS = 3  # of MiniLM's 6: twice the rows/s of all six (249 vs 121 per core, bench), see the card
@@ -67,7 +68,7 @@ def read_card(model_dir: Path) -> ModelCard | None:
 
 def evaluate(model_dir: Path, sentences: list[Sentence], batch_size: int = 64) -> float:
     """Accuracy of a saved model, loaded through the worker's loading path."""
-    classifier = load_classifier(str(model_dir))
+    classifier = load_classifier(str(model_dir), backend="torch")
     correct = 0
     for cut in range(0, len(sentences), batch_size):
         batch = sentences[cut : cut + batch_size]
@@ -88,7 +89,7 @@ def build_sentiment_model(
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     quiet_transformers()
-    configure_threads(threads)
+    configure_threads(threads_to_use(threads))
     torch.manual_seed(SEED)
     encoder = minilm_encoder_dir()
     id2label, label2id = _label_ids()

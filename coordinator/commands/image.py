@@ -1,7 +1,7 @@
 """`spotbatch image build|push`: the worker image, built for the instance type and pushed to the stack's ECR.
 
-`build` picks the variant from the type (CUDA torch for an NVIDIA GPU type, CPU torch otherwise) and runs
-`docker build`. `push` logs Docker in to the stack's registry with your credentials (an ECR authorization
+`build` picks the variant from the type (torch on CUDA for an NVIDIA GPU type, ONNX Runtime otherwise) and
+runs `docker build`. `push` logs Docker in to the stack's registry with your credentials (an ECR authorization
 token: `ecr:GetAuthorizationToken`, then the repository's push actions), pushes, and records the image's
 digest in `<state dir>/image.json`, which `make apply-real` then puts in the launch templates. Both need a
 Docker engine; without one they say so and exit 2.
@@ -23,10 +23,6 @@ from coordinator.errors import ConfigError, InfraError
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE, is_gpu
 
 LOCAL_NAME = "spotbatch-worker"
-TORCH_INDEX = {
-    "cpu": "https://download.pytorch.org/whl/cpu",
-    "cuda": "https://download.pytorch.org/whl/cu128",
-}
 DIGEST = re.compile(r"digest: (sha256:[0-9a-f]{64})")
 
 
@@ -64,13 +60,14 @@ def build_command(args: argparse.Namespace) -> int:
 
     variant = variant_of(args.instance_type)
     tag = f"{LOCAL_NAME}:{variant}"
-    print(f"docker build ({variant} torch for {args.instance_type}) -> {tag}", flush=True)
+    runtime = "torch on CUDA" if variant == "cuda" else "ONNX Runtime"
+    print(f"docker build ({variant}: {runtime} for {args.instance_type}) -> {tag}", flush=True)
     docker(
         "build",
         "-f",
         str(REPO_ROOT / "docker" / "Dockerfile"),
         "--build-arg",
-        f"TORCH_INDEX={TORCH_INDEX[variant]}",
+        f"VARIANT={variant}",
         "-t",
         tag,
         str(REPO_ROOT),

@@ -1,4 +1,5 @@
-"""`spotbatch model build`: fine-tune the offline MiniLM sentiment classifier, or build the tiny model."""
+"""`spotbatch model build|export-onnx`: fine-tune the offline MiniLM sentiment classifier (or build the tiny
+model), and write its checked ONNX exports beside it (`coordinator/build/onnx_export.py`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import argparse
 from pathlib import Path
 
 from coordinator.commands.options import Subcommands
+from coordinator.errors import ConfigError
+from inference.model import onnx_exports
 
 
 def add_parser(commands: Subcommands) -> None:
@@ -26,7 +29,20 @@ def add_parser(commands: Subcommands) -> None:
         metavar="1..6",
         help="MiniLM encoder layers to keep (default 3: twice the rows/s of all 6, see README)",
     )
+    build.add_argument(
+        "--no-onnx", action="store_true", help="skip the ONNX exports (workers then run torch)"
+    )
     build.set_defaults(handler=build_command)
+    export = model.add_parser(
+        "export-onnx", help="write and check the ONNX exports of a model directory (fp32 and int8)"
+    )
+    export.add_argument("--model", help="model directory (default build/models/minilm-sentiment)")
+    export.add_argument(
+        "--texts",
+        type=Path,
+        help="Parquet file whose `text` column the exports are checked on (default: the dataset)",
+    )
+    export.set_defaults(handler=export_command)
 
 
 def build_command(args: argparse.Namespace) -> int:
@@ -39,10 +55,14 @@ def build_command(args: argparse.Namespace) -> int:
     if existing is not None and not args.force:
         accuracy = existing.eval_accuracy
         print(f"{output} exists ({existing.name}, held-out accuracy {accuracy}); --force rebuilds")
+        if not args.no_onnx and not onnx_exports(output):
+            write_exports(output, None)
         return 0
     if args.tiny:
         card = model_build.build_tiny_model(output)
         print(f"built {card.name} in {output} ({card.notes})")
+        if not args.no_onnx:
+            write_exports(output, None)
         return 0
     splits = dataset.split_sentences(dataset.read_movie_sentences(dataset.fetch_vader_sdist(cache_dir())))
     layers = args.layers or model_build.ENCODER_LAYERS
@@ -56,4 +76,44 @@ def build_command(args: argparse.Namespace) -> int:
         f"built {card.name} in {output}: accuracy {card.eval_accuracy:.4f} on {card.eval_rows} held-out "
         f"sentences (trained on {card.train_rows} in {card.train_seconds:.0f} s)"
     )
+    if not args.no_onnx:
+        write_exports(output, [s.text for s in (*splits.train, *splits.evaluation)])
     return 0
+
+
+def export_command(args: argparse.Namespace) -> int:
+    from coordinator.paths import default_model_dir
+
+    model = Path(args.model) if args.model else default_model_dir()
+    if not (model / "config.json").is_file():
+        raise ConfigError(f"{model}: no model here (config.json missing); `spotbatch model build` makes one")
+    write_exports(model, None if args.texts is None else read_texts(args.texts))
+    return 0
+
+
+def read_texts(path: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    try:
+        return [str(t) for t in pq.read_table(path, columns=["text"]).column("text").to_pylist()]
+    except (OSError, KeyError, ValueError) as error:
+        raise ConfigError(f"{path}: cannot read a `text` column to check the exports on ({error})") from None
+
+
+def write_exports(model: Path, texts: list[str] | None) -> None:
+    """The checked exports; the sentences are the dataset's unless given."""
+    from coordinator.build.onnx_export import export_onnx
+    from coordinator.paths import default_dataset_path
+
+    if texts is None:
+        dataset = default_dataset_path()
+        if not dataset.is_file():
+            raise ConfigError(
+                f"{dataset}: no dataset to check the ONNX exports on (`spotbatch data prepare`)"
+            )
+        texts = read_texts(dataset)
+    print(f"ONNX exports of {model}: checking against torch on {len(texts)} sentences...", flush=True)
+    report = export_onnx(model, texts)
+    for line in report.lines():
+        print(f"  {line}")
+    print(f"  ({report.seconds:.0f} s)")

@@ -26,7 +26,8 @@ from typing import Literal, Protocol
 # transformers imports a model's module on first use: BERT's alone is 2.3 s, so the server imports it now
 from transformers import BertForSequenceClassification, BertTokenizer  # noqa: F401
 
-import inference.model
+import inference.onnx_model
+import inference.torch_model
 import inference.worker
 from coordinator.sim.lifeline import die_with_parent, tie_to_parent
 

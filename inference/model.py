@@ -1,0 +1,126 @@
+"""A text classifier from a model directory, on the backend that runs it fastest here.
+
+Backends (`--backend` of the worker):
+
+    torch      transformers + torch (`torch_model.py`): the reference; the only one on a GPU, where it runs
+               under fp16/bf16 autocast with pinned host memory
+    onnx       the ONNX export beside the model (`<model>/onnx/model.onnx`, fp32, fused), run by ONNX Runtime
+               (`onnx_model.py`): same labels as torch on every sentence of the build's check
+    onnx-int8  the dynamically quantised export (`model.int8.onnx`), present only if it passed the build's
+               agreement gate (`coordinator/build/onnx_export.py`)
+    auto       (default) on a CPU: the fastest export the build wrote and passed (int8, else fp32) if ONNX
+               Runtime is installed; else torch. On a GPU: torch.
+
+The worker never exports at start-up: the export is a build step (`spotbatch model build` or
+`spotbatch model export-onnx`). torch is imported only by the torch backend, so an image that carries ONNX
+Runtime alone (a CPU worker image) runs the onnx backends without it.
+
+Usage::
+
+    classifier = load_classifier("build/models/minilm-sentiment", backend="auto", threads=2)
+    lengths = classifier.token_lengths(texts)
+    result = classifier.predict(texts, lengths)           # labels and scores, input order
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from inference.errors import ModelLoadError
+
+DEFAULT_MAX_LENGTH = 128  # movie-review sentences are 27 tokens on average, 65 at most: 128 truncates none
+THREADS_ENV = "SPOTBATCH_TORCH_THREADS"
+BACKENDS = ("auto", "torch", "onnx", "onnx-int8")
+ONNX_DIR = "onnx"  # beside config.json: the build's exports and their manifest
+ONNX_MANIFEST = "manifest.json"
+ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model.int8.onnx"}
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    labels: list[str]
+    scores: list[float]
+    truncated: int  # texts in the batch longer than max_length tokens
+
+
+class Classifier(Protocol):
+    backend: str
+    max_length: int
+
+    def token_lengths(self, texts: list[str]) -> list[int]: ...
+
+    def predict(self, texts: list[str], lengths: list[int] | None = None) -> BatchResult: ...
+
+
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def threads_to_use(threads: int | None = None) -> int:
+    """Intra-op threads: the explicit value, else $SPOTBATCH_TORCH_THREADS, else every CPU we may use."""
+    return threads or int(os.environ.get(THREADS_ENV, "0") or 0) or usable_cpus()
+
+
+def onnx_exports(model_dir: Path) -> dict[str, Path]:
+    """The exports the build wrote and passed, by backend name (none without a manifest)."""
+    try:
+        manifest = json.loads((model_dir / ONNX_DIR / ONNX_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    found = {}
+    for backend, entry in manifest.get("variants", {}).items():
+        path = model_dir / ONNX_DIR / str(entry.get("file", ""))
+        if entry.get("passed") and path.is_file():
+            found[backend] = path
+    return found
+
+
+def choose_backend(source: str, backend: str = "auto") -> str:
+    """The backend `load_classifier` will use for `source` (see the module docstring)."""
+    if backend not in BACKENDS:
+        raise ModelLoadError(f"backend {backend!r}: use one of {', '.join(BACKENDS)}")
+    if backend != "auto":
+        return backend
+    exports = onnx_exports(Path(source))
+    if not exports or importlib.util.find_spec("onnxruntime") is None or _gpu_present():
+        return "torch"
+    return "onnx-int8" if "onnx-int8" in exports else "onnx"
+
+
+def _gpu_present() -> bool:
+    """An NVIDIA GPU this process can use (`docker run --gpus all` exposes its device files), found without
+    importing torch: a CPU worker on the onnx backend never loads it."""
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
+def load_classifier(
+    source: str, *, backend: str = "auto", max_length: int = DEFAULT_MAX_LENGTH, threads: int | None = None
+) -> Classifier:
+    """Load from a local directory (written by `save_pretrained`) or, for torch, a hub name."""
+    chosen = choose_backend(source, backend)
+    if chosen == "torch":
+        from inference.torch_model import load_torch_classifier
+
+        return load_torch_classifier(source, max_length=max_length, threads=threads_to_use(threads))
+    exports = onnx_exports(Path(source))
+    if chosen not in exports:
+        raise ModelLoadError(
+            f"{source}: no {chosen} export that passed the build's agreement check (run `spotbatch model "
+            "export-onnx`, or use --backend torch)"
+        )
+    from inference.onnx_model import load_onnx_classifier
+
+    return load_onnx_classifier(
+        Path(source), exports[chosen], backend=chosen, max_length=max_length, threads=threads_to_use(threads)
+    )

@@ -1,0 +1,140 @@
+"""The worker's backends: the build's ONNX exports agree with torch (or are refused), `auto` picks what
+passed, the onnx worker runs without torch installed, and a worker process gives the same output on each."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from coordinator.build.onnx_export import export_onnx
+from coordinator.cli import main
+from inference.checkpoint import read_segment_output
+from inference.errors import ModelLoadError
+from inference.model import ONNX_DIR, ONNX_MANIFEST, choose_backend, load_classifier, onnx_exports
+from inference.storage import open_store
+from inference.torch_model import autocast_dtype
+from tests.conftest import REPO, synthetic_sentences
+
+TEXTS = synthetic_sentences(400, seed=11)
+
+
+@pytest.fixture(scope="module")
+def exported(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    model = tmp_path_factory.mktemp("onnx") / "tiny-bert"
+    shutil.copytree(tiny_model_dir, model)
+    export_onnx(model, TEXTS, threads=1)
+    return model
+
+
+def test_the_fp32_export_gives_torchs_label_on_every_sentence(exported: Path) -> None:
+    manifest = json.loads((exported / ONNX_DIR / ONNX_MANIFEST).read_text())
+    fp32 = manifest["variants"]["onnx"]
+    assert (fp32["passed"], fp32["agreement"], fp32["rows"]) == (True, 1.0, len(TEXTS))
+    assert fp32["max_score_diff"] < 1e-4
+    int8 = manifest["variants"]["onnx-int8"]
+    assert int8["passed"] == (int8["agreement"] >= manifest["int8_gate"])  # checked either way
+    assert ("onnx-int8" in onnx_exports(exported)) == int8["passed"]
+
+
+def test_onnx_and_torch_tokenize_and_predict_alike(exported: Path) -> None:
+    torch_model = load_classifier(str(exported), backend="torch", threads=1)
+    onnx_model = load_classifier(str(exported), backend="onnx", threads=1)
+    assert (torch_model.backend, onnx_model.backend) == ("torch", "onnx")
+    long = " ".join(TEXTS[:20])  # past 128 tokens: truncated alike
+    batch = [*TEXTS[:30], long]
+    assert onnx_model.token_lengths(batch) == torch_model.token_lengths(batch)
+    a, b = torch_model.predict(batch), onnx_model.predict(batch)
+    assert a.labels == b.labels and a.truncated == b.truncated == 1
+    assert max(abs(x - y) for x, y in zip(a.scores, b.scores, strict=True)) < 1e-4
+
+
+def test_auto_picks_the_fastest_export_that_passed(exported: Path, tiny_model_dir: Path) -> None:
+    expected = "onnx-int8" if "onnx-int8" in onnx_exports(exported) else "onnx"
+    assert choose_backend(str(exported)) == expected
+    assert choose_backend(str(tiny_model_dir)) == "torch"  # no exports beside it
+    with pytest.raises(ModelLoadError, match="backend 'tensorrt': use one of auto, torch, onnx, onnx-int8"):
+        choose_backend(str(exported), "tensorrt")
+    with pytest.raises(ModelLoadError, match="no onnx export that passed"):
+        load_classifier(str(tiny_model_dir), backend="onnx")
+
+
+def test_an_int8_export_below_the_gate_is_refused_deleted_and_said_by_how_much(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    model = tmp_path / "tiny-bert"
+    shutil.copytree(tiny_model_dir, model)
+    report = export_onnx(model, TEXTS[:100], threads=1, int8_gate=1.01)  # a gate no export can meet
+    int8 = report.variants["onnx-int8"]
+    assert not int8.passed and "< 101.00%" in int8.note and "short" in int8.note
+    assert not (model / ONNX_DIR / "model.int8.onnx").exists()
+    assert choose_backend(str(model)) == "onnx"
+    assert any("onnx-int8" in line and "REFUSED" in line for line in report.lines())
+    with pytest.raises(ModelLoadError, match="no onnx-int8 export that passed"):
+        load_classifier(str(model), backend="onnx-int8")
+
+
+NO_TORCH = """
+import sys
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "transformers"):
+            raise ImportError(f"{name} is not in this image")
+sys.meta_path.insert(0, Refuse())
+from inference.model import load_classifier
+classifier = load_classifier(sys.argv[1], backend="auto", threads=1)
+print(classifier.backend, classifier.predict(["a fine film", "dull"]).labels)
+import inference.worker
+assert "torch" not in sys.modules and "transformers" not in sys.modules
+"""
+
+
+def test_the_onnx_worker_needs_neither_torch_nor_transformers(exported: Path) -> None:
+    """What the CPU image carries: ONNX Runtime, tokenizers, numpy; no torch, no transformers."""
+    result = subprocess.run(
+        [sys.executable, "-c", NO_TORCH, str(exported)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith(("onnx ", "onnx-int8 "))
+
+
+def test_a_worker_process_gives_the_same_output_on_torch_and_onnx(
+    exported: Path, sentences_parquet: Path, tmp_path: Path
+) -> None:
+    outputs = {}
+    for backend in ("torch", "onnx"):
+        out = tmp_path / backend
+        command = [sys.executable, "-m", "inference.worker", "--input", str(sentences_parquet)]
+        command += ["--start", "0", "--stop", "300", "--segment-id", "seg-0000", "--output-prefix", str(out)]
+        command += ["--model", str(exported), "--backend", backend, "--no-notice-poll", "--threads", "1"]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=180, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert f"on the {backend} backend" in done.stderr
+        rows = read_segment_output(open_store(str(out)), "seg-0000")
+        outputs[backend] = sorted((row_id, label) for row_id, label, _ in rows)
+    assert outputs["torch"] == outputs["onnx"] and len(outputs["onnx"]) == 300
+
+
+def test_the_gpu_precision_is_bf16_where_supported_else_fp16_and_none_on_a_cpu() -> None:
+    cuda = torch.device("cuda")
+    assert autocast_dtype(cuda, bf16_supported=True) is torch.bfloat16
+    assert autocast_dtype(cuda, bf16_supported=False) is torch.float16
+    assert autocast_dtype(torch.device("cpu")) is None
+
+
+def test_export_onnx_through_the_cli(tiny_model_dir: Path, sentences_parquet: Path, tmp_path: Path) -> None:
+    model = tmp_path / "tiny-bert"
+    shutil.copytree(tiny_model_dir, model)
+    assert main(["model", "export-onnx", "--model", str(model), "--texts", str(sentences_parquet)]) == 0
+    assert onnx_exports(model)["onnx"].name == "model.onnx"
+    assert main(["model", "export-onnx", "--model", str(tmp_path / "nothing")]) == 2
