@@ -27,6 +27,8 @@ IMAGE_ENV = {
     "PIP_NO_CACHE_DIR": "1",
     "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     "HF_HUB_OFFLINE": "1",
+    "AWS_METADATA_SERVICE_TIMEOUT": "5",
+    "AWS_METADATA_SERVICE_NUM_ATTEMPTS": "3",
 }
 SIMULATED_TAG = "simulated"
 MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
