@@ -1,8 +1,9 @@
 """The ONNX exports beside a model, checked against the torch model before a worker may use them.
 
 1. export: `torch.onnx.export` (TorchScript exporter, opset 17), batch and sequence axes dynamic;
-2. fuse: ONNX Runtime's transformer optimizer fuses LayerNorm, GELU and skip connections for BERT-family
-   models (MiniLM is one), without hardware-specific rewrites, so the file stays portable -> `model.onnx`;
+2. fuse: ONNX Runtime's transformer optimizer fuses attention, embeddings + LayerNorm, GELU and skip
+   connections for BERT-family models (MiniLM is one; exported with eager attention, whose graph it
+   recognises), without hardware-specific rewrites, so the file stays portable -> `model.onnx`;
 3. quantise: dynamic int8, per-channel weights -> `model.int8.onnx`;
 4. check: torch, fp32 and int8 predict the same sentences (the whole default dataset: 10,000). The fp32
    export must give torch's label on every one (anything less is an export bug: the build fails); the int8
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 import warnings
 from dataclasses import asdict, dataclass
@@ -75,8 +77,12 @@ def _export(model_dir: Path, raw: Path) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    from inference.torch_model import quiet_transformers
+
+    quiet_transformers()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForSequenceClassification.from_pretrained(model_dir).eval()
+    # eager attention: the graph ORT's BERT fusion recognises (SDPA's is not fused): +7% rows/s on 2 cores
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir, attn_implementation="eager").eval()
     sample = tokenizer(["an example sentence", "another"], padding=True, return_tensors="pt")
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
     axes = {n: {0: "batch", 1: "sequence"} for n in names} | {"logits": {0: "batch"}}
@@ -120,13 +126,20 @@ def _quantize(fused: Path, int8: Path) -> None:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(
-        str(fused),
-        str(int8),
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # fused ops have no inferred types
-    )
+    # quantize_dynamic logs advice to pre-process first; the shape inference that needs fails on fused graphs
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        quantize_dynamic(
+            str(fused),
+            str(int8),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # fused ops have no inferred types
+        )
+    finally:
+        root.setLevel(level)
 
 
 def _predict_all(

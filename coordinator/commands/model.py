@@ -76,8 +76,8 @@ def build_command(args: argparse.Namespace) -> int:
         f"built {card.name} in {output}: accuracy {card.eval_accuracy:.4f} on {card.eval_rows} held-out "
         f"sentences (trained on {card.train_rows} in {card.train_seconds:.0f} s)"
     )
-    if not args.no_onnx:
-        write_exports(output, [s.text for s in (*splits.train, *splits.evaluation)])
+    if not args.no_onnx:  # checked on the dataset's sentences, or on these if it is not prepared yet
+        write_exports(output, None, fallback=[s.text for s in (*splits.train, *splits.evaluation)])
     return 0
 
 
@@ -100,14 +100,16 @@ def read_texts(path: Path) -> list[str]:
         raise ConfigError(f"{path}: cannot read a `text` column to check the exports on ({error})") from None
 
 
-def write_exports(model: Path, texts: list[str] | None) -> None:
-    """The checked exports; the sentences are the dataset's unless given."""
+def write_exports(model: Path, texts: list[str] | None, *, fallback: list[str] | None = None) -> None:
+    """The checked exports; the sentences are the dataset's (10,000) unless given."""
     from coordinator.build.onnx_export import export_onnx
     from coordinator.paths import default_dataset_path
 
     if texts is None:
         dataset = default_dataset_path()
-        if not dataset.is_file():
+        if not dataset.is_file() and fallback is not None:
+            texts = fallback
+        elif not dataset.is_file():
             raise ConfigError(
                 f"{dataset}: no dataset to check the ONNX exports on (`spotbatch data prepare`)"
             )
