@@ -8,6 +8,7 @@ instance of the job is left.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -17,16 +18,22 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
+from coordinator.job.clock import CloudClock
 from coordinator.job.instances import InstanceInfo, alive_ids, list_instances
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultRule
+from coordinator.sim.image import IMAGE_MODEL_DIR
+from coordinator.sim.instance_runtime import InstanceRuntime
+from coordinator.sim.machine import MachineImage
 from coordinator.sim.matrix import run_matrix
+from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.settings import DATASET_KEY, SimulationSettings
 from tests.conftest import FIXTURES
 
@@ -165,13 +172,8 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
     power off unseen). The last start finishes: every row once, no attempt launched twice, no instance
     left, no budget reservation open, and the attempt that ended unseen billed to its own end."""
     from coordinator.cost.budget import BudgetGuard
-    from coordinator.job.clock import CloudClock
     from coordinator.job.crash_points import CRASH_ENV, POINTS
-    from coordinator.sim.image import IMAGE_MODEL_DIR
-    from coordinator.sim.instance_runtime import InstanceRuntime
-    from coordinator.sim.machine import MachineImage
     from coordinator.sim.matrix import upload_dataset
-    from coordinator.sim.metadata_server import MetadataServer
 
     upload_dataset(stack.target.client("s3"), stack.stack.bucket, sentences_parquet, ROWS)
     outputs = stack.save_outputs(tmp_path / "outputs.json")
@@ -179,21 +181,10 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
     spend_log = tmp_path / "spend.jsonl"
     command = run_command(outputs, stack.endpoint, job, run_dir, spend_log)
     env = {**os.environ, "SPOTBATCH_HOME": str(tmp_path)}
-    image = MachineImage(files={IMAGE_MODEL_DIR: str(busy_model_dir)})
     order = ["after-authorize", "after-state-draining", "after-terminate", "before-record-actual"]
     order.append("after-state-done")
     assert sorted(order) == sorted(POINTS)
-    with (
-        MetadataServer() as imds,
-        InstanceRuntime(
-            stack.target,
-            image,
-            imds=imds,
-            log_dir=tmp_path / "workers",
-            clock=CloudClock(scale=30),
-            job_id=job,
-        ) as runtime,
-    ):
+    with simulated_machines(stack, busy_model_dir, tmp_path, job) as (imds, runtime):
         for point in order:
             with open(tmp_path / f"{point}.log", "wb") as log:
                 coordinator = subprocess.Popen(command, env={**env, CRASH_ENV: point}, stdout=log, stderr=log)
@@ -231,6 +222,27 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
     assert unseen["ended_at"] < noticed + 30, (unseen, noticed)
 
 
+@contextlib.contextmanager
+def simulated_machines(
+    stack: Infrastructure, model: Path, tmp_path: Path, job: str
+) -> Iterator[tuple[MetadataServer, InstanceRuntime]]:
+    """What the cloud does for a coordinator run as its own process: the metadata service and the machines
+    that boot the job's instances from their user-data (time scale 30)."""
+    image = MachineImage(files={IMAGE_MODEL_DIR: str(model)})
+    with (
+        MetadataServer() as imds,
+        InstanceRuntime(
+            stack.target,
+            image,
+            imds=imds,
+            log_dir=tmp_path / "workers",
+            clock=CloudClock(scale=30),
+            job_id=job,
+        ) as runtime,
+    ):
+        yield imds, runtime
+
+
 FILE_SIZE_LIMIT = """
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
@@ -248,12 +260,7 @@ def test_a_full_disk_mid_run_is_one_line_no_instance_left_and_a_resume_finishes(
     stops with one line that names the file and the resume, terminates the job's instances, and the same
     command without the limit finishes every row once. Its files are the user's alone (0600, 0700)."""
     from coordinator.cost.budget import BudgetGuard
-    from coordinator.job.clock import CloudClock
-    from coordinator.sim.image import IMAGE_MODEL_DIR
-    from coordinator.sim.instance_runtime import InstanceRuntime
-    from coordinator.sim.machine import MachineImage
     from coordinator.sim.matrix import upload_dataset
-    from coordinator.sim.metadata_server import MetadataServer
 
     upload_dataset(stack.target.client("s3"), stack.stack.bucket, sentences_parquet, ROWS)
     outputs = stack.save_outputs(tmp_path / "outputs.json")
@@ -261,18 +268,7 @@ def test_a_full_disk_mid_run_is_one_line_no_instance_left_and_a_resume_finishes(
     spend_log = tmp_path / "budget" / "spend.jsonl"
     command = run_command(outputs, stack.endpoint, job, run_dir, spend_log)
     env = {**os.environ, "SPOTBATCH_HOME": str(tmp_path)}
-    image = MachineImage(files={IMAGE_MODEL_DIR: str(tiny_model_dir)})
-    with (
-        MetadataServer() as imds,
-        InstanceRuntime(
-            stack.target,
-            image,
-            imds=imds,
-            log_dir=tmp_path / "workers",
-            clock=CloudClock(scale=30),
-            job_id=job,
-        ),
-    ):
+    with simulated_machines(stack, tiny_model_dir, tmp_path, job):
         full = subprocess.run(
             [sys.executable, "-c", FILE_SIZE_LIMIT, str(48 * 1024), *command[3:]],
             env=env,
