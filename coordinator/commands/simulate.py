@@ -137,8 +137,18 @@ def simulate_command(args: argparse.Namespace) -> int:
     started = time.monotonic()
     total = sum(settings.runs.values())
     with ProgressView(total) as view:
-        results = simulate(settings, on_run=lambda name, n, _: view.start_run(name, n), on_cycle=view.update)
+        results = simulate(
+            settings,
+            on_run=lambda name, n, _: view.start_run(name, n),
+            on_cycle=view.update,
+            on_done=view.finish_run,
+        )
     print(summary_table(results), flush=True)
+    print(
+        "interruptions/run: attempts cut short (drained after a notice, or lost); notices/run: warnings the "
+        "injector served (a worker that finishes within its 2-minute grace has a notice and no interruption)",
+        flush=True,
+    )
     failed = [r.name for r in results if not r.result.outcome.succeeded]
     print(
         f"{len(results)} runs in {time.monotonic() - started:.0f} s wall; instances left: 0 (re-listed); "

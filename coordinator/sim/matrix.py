@@ -75,6 +75,7 @@ def simulate(
     *,
     on_run: Callable[[str, int, int], None] | None = None,
     on_cycle: Callable[[list[SegmentStatus]], None] | None = None,
+    on_done: Callable[[SimulatedRun], None] | None = None,
 ) -> list[SimulatedRun]:
     """Emulator up and stack applied, the matrix, then the stack destroyed and the emulator stopped."""
     settings.out_dir.mkdir(parents=True, exist_ok=True)
@@ -82,7 +83,7 @@ def simulate(
     started = time.monotonic()
     stack = StackSettings(bucket_name=SIMULATOR_BUCKET, instance_type=settings.instance_type)
     with emulator_infrastructure(settings.out_dir / "terraform", settings=stack) as infra:
-        results = run_matrix(settings, infra, on_run=on_run, on_cycle=on_cycle)
+        results = run_matrix(settings, infra, on_run=on_run, on_cycle=on_cycle, on_done=on_done)
     _write_record(
         settings,
         {
@@ -101,6 +102,7 @@ def run_matrix(
     *,
     on_run: Callable[[str, int, int], None] | None = None,
     on_cycle: Callable[[list[SegmentStatus]], None] | None = None,
+    on_done: Callable[[SimulatedRun], None] | None = None,
 ) -> list[SimulatedRun]:
     """The runs of the matrix on a deployed stack."""
     trace = (
@@ -120,6 +122,8 @@ def run_matrix(
                 on_run(name, number, len(plan))
             deadline = deadline_for(settings, results) if config == "deadline" else None
             results.append(one_run(lab, name, config, on_cycle, deadline))
+            if on_done is not None:
+                on_done(results[-1])
     left = sorted(list_instances(direct_ec2.describe_instances, alive_only=True))
     if left:
         raise SimulationError(f"instances of the project alive after the matrix: {', '.join(left)}")

@@ -44,6 +44,12 @@ def test_simulate_quick_matrix_through_the_cli(
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     assert "instances left: 0 (re-listed)" in result.stdout
     assert "| hybrid | 1 |" in result.stdout and "1500/1500" in result.stdout
+    # not a terminal: a line per finished run, and what the two interruption columns count
+    for number, name in enumerate(("on-demand-01", "spot-only-01", "hybrid-01", "deadline-01"), start=1):
+        assert (
+            f"run {number}/4 {name} (" in result.stdout and "1500 rows merged, 4/4 segments" in result.stdout
+        )
+    assert "interruptions/run: attempts cut short" in result.stdout
     record = json.loads((out / "simulation.json").read_text())
     assert record["result"]["runs"] == 4 and record["result"]["instances_left"] == 0
     assert record["deadline_factor"] == 1.5
