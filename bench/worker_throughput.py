@@ -31,10 +31,11 @@ import pyarrow.parquet as pq
 
 from coordinator.paths import cache_dir, default_dataset_path, default_model_dir
 from inference.checkpoint import read_segment_output
+from inference.classifier import Classifier
 from inference.config import DEFAULT_BATCH_SIZE, DEFAULT_CHECKPOINT_EVERY, WorkerConfig
 from inference.heartbeat import Heartbeat, HeartbeatWriter
 from inference.interruption import StopSignal
-from inference.model import ONNX_DIR, ONNX_FILES, Classifier, onnx_exports, threads_to_use
+from inference.model import ONNX_DIR, ONNX_FILES, onnx_exports, threads_to_use
 from inference.onnx_model import load_onnx_classifier
 from inference.segment_run import SegmentRun
 from inference.storage import open_store

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from inference.classifier import DEFAULT_MAX_LENGTH
 from inference.heartbeat import HEARTBEAT_SECONDS
 from inference.interruption import NOTICE_POLL_SECONDS
-from inference.model import DEFAULT_MAX_LENGTH
 
 DEFAULT_BATCH_SIZE = 64
 DEFAULT_CHECKPOINT_EVERY = 50  # batches: 3,200 rows, at most ~1 minute of redone work on a hard kill (CPU)

@@ -28,13 +28,11 @@ import importlib.util
 import json
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
+from inference.classifier import DEFAULT_MAX_LENGTH, Classifier
 from inference.errors import ModelLoadError
 
-DEFAULT_MAX_LENGTH = 128  # movie-review sentences are 27 tokens on average, 65 at most: 128 truncates none
 THREADS_ENV = "SPOTBATCH_TORCH_THREADS"
 BACKENDS = ("auto", "torch", "onnx", "onnx-int8")
 ONNX_DIR = "onnx"  # beside config.json: the build's exports and their manifest
@@ -42,22 +40,6 @@ ONNX_MANIFEST = "manifest.json"
 ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model.int8.onnx"}
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class BatchResult:
-    labels: list[str]
-    scores: list[float]
-    truncated: int  # texts in the batch longer than max_length tokens
-
-
-class Classifier(Protocol):
-    backend: str
-    max_length: int
-
-    def token_lengths(self, texts: list[str]) -> list[int]: ...
-
-    def predict(self, texts: list[str], lengths: list[int] | None = None) -> BatchResult: ...
 
 
 def usable_cpus() -> int:

@@ -20,8 +20,8 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from inference.classifier import DEFAULT_MAX_LENGTH, BatchResult
 from inference.errors import ModelLoadError
-from inference.model import DEFAULT_MAX_LENGTH, BatchResult
 
 PAD_TOKEN = "[PAD]"  # BERT's, when the tokenizer's config names none
 

@@ -25,13 +25,13 @@ from inference.checkpoint import (
     remove_orphan_parts,
     save_checkpoint,
 )
+from inference.classifier import Classifier
 from inference.config import WorkerConfig
 from inference.dataset import SegmentRows, read_segment
 from inference.errors import CheckpointError, Superseded
 from inference.heartbeat import HeartbeatWriter
 from inference.interruption import StopSignal
 from inference.layout import part_key
-from inference.model import Classifier
 from inference.pace import Pace
 from inference.plan import Batch, BatchPlan, plan_batches
 from inference.storage import ObjectStore, open_store, split_uri

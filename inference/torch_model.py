@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
+from inference.classifier import DEFAULT_MAX_LENGTH, BatchResult
 from inference.errors import ModelLoadError
-from inference.model import DEFAULT_MAX_LENGTH, BatchResult
 
 DEFAULT_HUB_MODEL = "distilbert-base-uncased-finetuned-sst-2-english"
 

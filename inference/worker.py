@@ -27,6 +27,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from inference.classifier import DEFAULT_MAX_LENGTH
 from inference.config import DEFAULT_BATCH_SIZE, DEFAULT_CHECKPOINT_EVERY, WorkerConfig
 from inference.errors import (
     EXIT_BAD_INPUT,
@@ -44,7 +45,7 @@ from inference.interruption import (
     metadata_endpoint_from_env,
 )
 from inference.metrics import MetricsPublisher
-from inference.model import BACKENDS, DEFAULT_MAX_LENGTH, load_classifier
+from inference.model import BACKENDS, load_classifier
 from inference.segment_run import SegmentRun, WorkerOutcome
 from inference.storage import open_store
 

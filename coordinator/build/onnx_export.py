@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 
 from coordinator.errors import ConfigError
+from inference.classifier import Classifier
 from inference.model import (
     ONNX_DIR,
     ONNX_FILES,
     ONNX_MANIFEST,
-    Classifier,
     load_classifier,
     threads_to_use,
 )

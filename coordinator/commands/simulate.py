@@ -135,14 +135,18 @@ def simulate_command(args: argparse.Namespace) -> int:
         flush=True,
     )
     started = time.monotonic()
-    total = sum(settings.runs.values())
-    with ProgressView(total) as view:
+    with ProgressView(sum(settings.runs.values())) as view:
         results = simulate(
             settings,
             on_run=lambda name, n, _: view.start_run(name, n),
             on_cycle=view.update,
             on_done=view.finish_run,
         )
+    print_results(results, time.monotonic() - started, out)
+    return 0
+
+
+def print_results(results: list[SimulatedRun], seconds: float, out: Path) -> None:
     print(summary_table(results), flush=True)
     print(
         "interruptions/run: attempts cut short (drained after a notice, or lost); notices/run: warnings the "
@@ -151,11 +155,10 @@ def simulate_command(args: argparse.Namespace) -> int:
     )
     failed = [r.name for r in results if not r.result.outcome.succeeded]
     print(
-        f"{len(results)} runs in {time.monotonic() - started:.0f} s wall; instances left: 0 (re-listed); "
+        f"{len(results)} runs in {seconds:.0f} s wall; instances left: 0 (re-listed); "
         f"runs with failed segments: {failed or 'none'}; files under {out}",
         flush=True,
     )
-    return 0
 
 
 def summary_table(results: list[SimulatedRun]) -> str:
