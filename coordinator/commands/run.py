@@ -106,9 +106,8 @@ def run_command(args: argparse.Namespace) -> int:
     run_dir = args.run_dir or runs_dir() / job_id
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     clock = CloudClock(scale=args.time_scale)
-    logging.raiseExceptions = (
-        False  # a log line lost to a full disk is not worth a traceback; the state is kept
-    )
+    # a log line lost to a full disk is not worth a traceback: the state is the record
+    logging.raiseExceptions = False
     try:
         result = run_job(spec, cloud=cloud, guard=guard, clock=clock, run_dir=run_dir, quotes=quotes)
     except (RunStorageError, BudgetConfigError, OSError) as error:
