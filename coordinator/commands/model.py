@@ -105,15 +105,12 @@ def write_exports(model: Path, texts: list[str] | None, *, fallback: list[str] |
     from coordinator.build.onnx_export import export_onnx
     from coordinator.paths import default_dataset_path
 
-    if texts is None:
-        dataset = default_dataset_path()
-        if not dataset.is_file() and fallback is not None:
-            texts = fallback
-        elif not dataset.is_file():
-            raise ConfigError(
-                f"{dataset}: no dataset to check the ONNX exports on (`spotbatch data prepare`)"
-            )
+    dataset = default_dataset_path()
+    if texts is None and dataset.is_file():
         texts = read_texts(dataset)
+    texts = texts if texts is not None else fallback
+    if texts is None:
+        raise ConfigError(f"{dataset}: no dataset to check the ONNX exports on (`spotbatch data prepare`)")
     print(f"ONNX exports of {model}: checking against torch on {len(texts)} sentences...", flush=True)
     report = export_onnx(model, texts)
     for line in report.lines():

@@ -14,6 +14,7 @@ import torch
 
 from coordinator.build.onnx_export import export_onnx
 from coordinator.cli import main
+from coordinator.errors import ConfigError
 from inference.checkpoint import read_segment_output
 from inference.errors import ModelLoadError
 from inference.model import ONNX_DIR, ONNX_MANIFEST, choose_backend, load_classifier, onnx_exports
@@ -138,3 +139,19 @@ def test_export_onnx_through_the_cli(tiny_model_dir: Path, sentences_parquet: Pa
     assert main(["model", "export-onnx", "--model", str(model), "--texts", str(sentences_parquet)]) == 0
     assert onnx_exports(model)["onnx"].name == "model.onnx"
     assert main(["model", "export-onnx", "--model", str(tmp_path / "nothing")]) == 2
+
+
+def test_without_a_dataset_the_build_checks_on_its_own_sentences(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`model build` before `data prepare`: the exports are checked on the training sentences it has."""
+    from coordinator.commands.model import write_exports
+
+    monkeypatch.setenv("SPOTBATCH_HOME", str(tmp_path / "empty-home"))  # no build/data/ here
+    model = tmp_path / "tiny-bert"
+    shutil.copytree(tiny_model_dir, model)
+    write_exports(model, None, fallback=TEXTS[:50])
+    manifest = json.loads((model / ONNX_DIR / ONNX_MANIFEST).read_text())
+    assert manifest["variants"]["onnx"]["rows"] == 50
+    with pytest.raises(ConfigError, match="no dataset to check the ONNX exports on"):
+        write_exports(model, None)
