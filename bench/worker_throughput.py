@@ -105,17 +105,13 @@ def agreement(reference: Rows, rows: Rows) -> tuple[float, float]:
 
 def held_out_accuracy(classifier: Classifier) -> float | None:
     from coordinator.build.dataset import fetch_vader_sdist, read_movie_sentences, split_sentences
+    from coordinator.build.model import accuracy
 
     try:
         held_out = split_sentences(read_movie_sentences(fetch_vader_sdist(cache_dir()))).evaluation
     except Exception:  # no cached sdist and no network: the table says n/a
         return None
-    correct = 0
-    for cut in range(0, len(held_out), 64):
-        batch = held_out[cut : cut + 64]
-        labels = classifier.predict([s.text for s in batch]).labels
-        correct += sum(p.lower() == s.label for p, s in zip(labels, batch, strict=True))
-    return correct / len(held_out)
+    return accuracy(classifier, held_out)
 
 
 def onnx_paths(model: Path, threads: int, scratch: Path) -> dict[str, Contender]:

@@ -70,11 +70,14 @@ def onnx_exports(model_dir: Path) -> dict[str, Path]:
 
 def choose_backend(source: str, backend: str = "auto") -> str:
     """The backend `load_classifier` will use for `source` (see the module docstring)."""
+    return _choose(backend, onnx_exports(Path(source)))
+
+
+def _choose(backend: str, exports: dict[str, Path]) -> str:
     if backend not in BACKENDS:
         raise ModelLoadError(f"backend {backend!r}: use one of {', '.join(BACKENDS)}")
     if backend != "auto":
         return backend
-    exports = onnx_exports(Path(source))
     if not exports or importlib.util.find_spec("onnxruntime") is None or _gpu_present():
         return "torch"
     return "onnx-int8" if "onnx-int8" in exports else "onnx"
@@ -90,12 +93,12 @@ def load_classifier(
     source: str, *, backend: str = "auto", max_length: int = DEFAULT_MAX_LENGTH, threads: int | None = None
 ) -> Classifier:
     """Load from a local directory (written by `save_pretrained`) or, for torch, a hub name."""
-    chosen = choose_backend(source, backend)
+    exports = onnx_exports(Path(source))  # the manifest, read once
+    chosen = _choose(backend, exports)
     if chosen == "torch":
         from inference.torch_model import load_torch_classifier
 
         return load_torch_classifier(source, max_length=max_length, threads=threads_to_use(threads))
-    exports = onnx_exports(Path(source))
     if chosen not in exports:
         raise ModelLoadError(
             f"{source}: no {chosen} export that passed the build's agreement check (run `spotbatch model "

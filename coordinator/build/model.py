@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from coordinator.build.dataset import Sentence
+from inference.classifier import Classifier
 from inference.model import load_classifier, threads_to_use
 from inference.torch_model import configure_threads, quiet_transformers
 
@@ -68,7 +69,11 @@ def read_card(model_dir: Path) -> ModelCard | None:
 
 def evaluate(model_dir: Path, sentences: list[Sentence], batch_size: int = 64) -> float:
     """Accuracy of a saved model, loaded through the worker's loading path."""
-    classifier = load_classifier(str(model_dir), backend="torch")
+    return accuracy(load_classifier(str(model_dir), backend="torch"), sentences, batch_size)
+
+
+def accuracy(classifier: Classifier, sentences: list[Sentence], batch_size: int = 64) -> float:
+    """Share of `sentences` whose label the classifier predicts (any backend)."""
     correct = 0
     for cut in range(0, len(sentences), batch_size):
         batch = sentences[cut : cut + batch_size]
