@@ -22,7 +22,7 @@ from types import TracebackType
 import requests
 
 from coordinator.errors import EmulatorError
-from coordinator.sim.lifeline import die_with_parent, record_pid, stop_leftover
+from coordinator.sim.lifeline import popen_tied, record_pid, stop_leftover
 from coordinator.stack.target import AwsTarget, require_loopback
 
 READY_TIMEOUT_SECONDS = 30.0  # moto is ready in about 1 s; a cold import on a busy machine takes longer
@@ -80,13 +80,7 @@ class MotoServer:
         # its own session: a Ctrl-C at the terminal reaches us, and we stop it in order; and it dies with
         # us if we are killed outright
         try:
-            self.process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                preexec_fn=die_with_parent(os.getpid()),
-            )
+            self.process = popen_tied(command, stdout=log, stderr=log)
             if self.pid_file is not None:
                 record_pid(self.pid_file, self.process.pid, f"moto.server -H {self.host} -p {self.port}")
         finally:

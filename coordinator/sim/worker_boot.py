@@ -29,7 +29,7 @@ from transformers import BertForSequenceClassification, BertTokenizer  # noqa: F
 import inference.onnx_model
 import inference.torch_model
 import inference.worker
-from coordinator.sim.lifeline import die_with_parent, tie_to_parent
+from coordinator.sim.lifeline import popen_tied, tie_to_parent
 
 BootMode = Literal["fork", "exec"]
 # On a cloud the coordinator has its own machine; here ten workers share 2 cores with it, moto and the
@@ -101,7 +101,7 @@ class ForkedWorker:
 class ExecWorker:
     def __init__(self, env: dict[str, str], log_path: Path, argv: tuple[str, ...] = ()) -> None:
         with open(log_path, "ab") as log:
-            self._process = subprocess.Popen(
+            self._process = popen_tied(
                 [
                     shutil.which("nice") or "nice",
                     "-n",
@@ -114,8 +114,6 @@ class ExecWorker:
                 env=env,  # the container's environment only: nothing of this host's (no credentials)
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=die_with_parent(os.getpid()),
             )
         self.pid: int | None = self._process.pid
 
