@@ -44,9 +44,17 @@ class Heartbeat:
 class HeartbeatWriter(threading.Thread):
     """Writes the shared `Heartbeat` every `every` seconds until closed; `beat()` writes one at once."""
 
-    def __init__(self, store: ObjectStore, heartbeat: Heartbeat, every: float = HEARTBEAT_SECONDS) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        heartbeat: Heartbeat,
+        every: float = HEARTBEAT_SECONDS,
+        first_at: float | None = None,
+    ) -> None:
+        """`first_at` (epoch seconds): no beat before then (a simulated instance still in its modelled
+        launch: on EC2 the worker, and its first beat, start only after the boot and the image pull)."""
         super().__init__(name="heartbeat", daemon=True)
-        self.store, self.heartbeat, self.every = store, heartbeat, every
+        self.store, self.heartbeat, self.every, self.first_at = store, heartbeat, every, first_at
         self.lock = threading.Lock()
         self._closed = threading.Event()
 
@@ -65,6 +73,10 @@ class HeartbeatWriter(threading.Thread):
             log.warning("heartbeat write failed: %s", error)
 
     def run(self) -> None:
+        if self.first_at is not None:
+            if self._closed.wait(max(0.0, self.first_at - time.time())):
+                return
+            self.beat()
         while not self._closed.wait(self.every):
             self.beat()
 

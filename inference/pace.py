@@ -2,44 +2,66 @@
 
 The simulator runs ten instances on two cores: left alone, a worker would run faster when few others run
 and slower when the host is busy, and its billed time would measure the host, not the policy. With a pace
-(rows per second of the instance type it stands for), the worker sleeps after each batch until its rows
-match the pace, and measures how far it fell *behind* the pace when the host could not keep up: that lag,
-as a share of the planned time, is what marks a run as distorted.
+(rows per second of the instance type it stands for) and a ready time (the end of the modelled launch:
+pending, boot, image pull, model load), the worker waits for the ready time before its first row and,
+after each batch, until its rows match the pace. A batch in hand is finished at the pace even when a stop
+comes (a real worker finishes the batch it is computing before it drains). Where the host could not keep
+up (the model loaded after the ready time, a batch took longer than the pace allows), the worker falls
+*behind*: that lag, against the time its rows should have taken, is what marks a run as distorted.
 
 On a real instance there is no pace: the hardware is the instance.
 
 Usage::
 
-    pace = Pace(rows_per_second=120.0)
-    ...after each batch:
-    pace.after(rows_since_start, stop.wait)     # sleeps (or returns early on a stop)
-    pace.lag_share                                # 0.0 when the host kept up
+    pace = Pace(rows_per_second=20.0, ready_at=time.time() + 3.0)
+    pace.until_ready(stop.wait)                   # before the first row (returns early on a stop)
+    pace.after(rows_since_start)                  # after each batch: sleeps until the pace allows more
+    pace.report()                                 # {"lag_seconds": 0.0, "planned_seconds": 12.5, ...}
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 
 class Pace:
-    def __init__(self, rows_per_second: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        rows_per_second: float,
+        *,
+        ready_at: float | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> None:
         if not rows_per_second > 0:
             raise ValueError(f"pace must be a positive number of rows per second, got {rows_per_second!r}")
         self.rows_per_second = rows_per_second
-        self._clock = clock
-        self._started = clock()
-        self._behind = 0.0  # seconds the host added beyond the pace, summed over batches
+        self._clock, self._sleep = clock, sleep
+        self._start = ready_at if ready_at is not None else clock()
+        self._behind = 0.0  # seconds the host added beyond the pace
         self._planned = 0.0
 
-    def after(self, rows: int, wait: Callable[[float], object]) -> None:
-        """Called after `rows` rows (since the start) are done: wait until the pace allows the next batch."""
+    def until_ready(self, wait: Callable[[float], object]) -> None:
+        """Before the first row: wait for the end of the modelled launch. `wait` may return early (a stop)."""
+        now = self._clock()
+        if now < self._start:
+            wait(self._start - now)
+        else:
+            self._behind = now - self._start  # the host took longer to start the worker than the model
+
+    def after(self, rows: int) -> None:
+        """Called after `rows` rows (since the start) are done: sleep until the pace allows the next batch."""
         planned = rows / self.rows_per_second
-        elapsed = self._clock() - self._started
+        elapsed = self._clock() - self._start
         if elapsed > planned + self._behind:
             self._behind = elapsed - planned  # the host was slower than the instance: that time is lag
         else:
-            wait(planned + self._behind - elapsed)
+            self._sleep(planned + self._behind - elapsed)
         self._planned = planned
 
     @property
@@ -50,3 +72,19 @@ class Pace:
     def lag_share(self) -> float:
         """Lag as a share of the time the rows should have taken (0.05: 5% behind the pace)."""
         return self._behind / self._planned if self._planned > 0 else 0.0
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "rows_per_second": self.rows_per_second,
+            "lag_seconds": round(self._behind, 3),
+            "planned_seconds": round(self._planned, 3),
+        }
+
+    def save(self, path: str) -> None:
+        """Write `report()` to `path` (whole or not at all): the simulator reads it after the run."""
+        if not path:
+            return
+        target = Path(path)
+        partial = target.with_name(target.name + ".partial")
+        partial.write_text(json.dumps(self.report()) + "\n", encoding="utf-8")
+        os.replace(partial, target)

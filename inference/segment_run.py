@@ -143,6 +143,10 @@ class SegmentRun:
             checkpoint.rows_done,
         )
         heartbeat.update(rows_done=checkpoint.rows_done, next_batch=checkpoint.next_batch)
+        pace = Pace(c.pace, ready_at=c.ready_at) if c.pace else None
+        if pace is not None:
+            pace.until_ready(self.stop.wait)
+            pace.save(c.pace_report)
         if self.stop.wait(0):  # told to stop while booting: nothing computed, nothing to save
             log.info(
                 "stopping (%s) before the first batch; checkpoint at %d rows",
@@ -150,7 +154,7 @@ class SegmentRun:
                 checkpoint.rows_done,
             )
             return WorkerOutcome("draining", checkpoint.rows_done, total, 0, 0)
-        return self._run_batches(classifier, heartbeat, checkpoint, work)
+        return self._run_batches(classifier, heartbeat, checkpoint, work, pace)
 
     def _plan(self, classifier: Classifier) -> _Work:
         """The segment's rows and the batch plan over them (fixed by the texts: a resume plans the same)."""
@@ -168,7 +172,12 @@ class SegmentRun:
         return _Work(rows, lengths, plan_batches(lengths, c.batch_size, c.checkpoint_every))
 
     def _run_batches(
-        self, classifier: Classifier, heartbeat: HeartbeatWriter, checkpoint: Checkpoint, work: _Work
+        self,
+        classifier: Classifier,
+        heartbeat: HeartbeatWriter,
+        checkpoint: Checkpoint,
+        work: _Work,
+        pace: Pace | None = None,
     ) -> WorkerOutcome:
         """Every batch from the checkpoint on; a part and a checkpoint at each chunk's end and on a stop."""
         results: dict[int, tuple[str, float]] = {}
@@ -176,13 +185,13 @@ class SegmentRun:
         batches_run = truncated = 0
         rows_at_resume = rows_done = checkpoint.rows_done
         started = time.monotonic()
-        pace = Pace(self.config.pace) if self.config.pace else None
         for batch in work.plan.batches[checkpoint.next_batch :]:
             truncated += self._predict(classifier, work, batch, results)
             batches_run += 1
             rows_done += len(batch.rows)
-            if pace is not None:
-                pace.after(rows_done - rows_at_resume, self.stop.wait)
+            if pace is not None:  # the batch in hand ends at the pace, stop or not
+                pace.after(rows_done - rows_at_resume)
+                pace.save(self.config.pace_report)
             rate = (rows_done - rows_at_resume) / (time.monotonic() - started)
             heartbeat.update(rows_done=rows_done, next_batch=batch.index + 1, rows_per_s=round(rate, 2))
             stopping = self.stop.requested

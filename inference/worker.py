@@ -65,8 +65,10 @@ def run_worker(config: WorkerConfig, stop: StopSignal | None = None) -> WorkerOu
             config.segment_id, config.instance_id, config.market, config.attempt, config.stop - config.start
         ),
         every=config.heartbeat_every,
+        first_at=config.ready_at,
     )
-    heartbeat.beat()
+    if config.ready_at is None:
+        heartbeat.beat()
     heartbeat.start()
     metrics = MetricsPublisher.from_env(
         attempt=config.attempt,
@@ -152,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
         0.0,
         "simulator only: rows per second of the instance type stood for (0: as fast as possible)",
     )
+    option("ready-at", float, 0.0, "simulator only: epoch second the modelled launch ends (0: none)")
+    option("pace-report", str, "", "simulator only: file for the worker's lag behind its pace")
     parser.add_argument(
         "--no-notice-poll",
         action="store_true",
@@ -183,6 +187,8 @@ def config_from_args(args: argparse.Namespace) -> WorkerConfig:
         threads=args.threads or None,
         backend=args.backend,
         pace=args.pace or None,
+        ready_at=args.ready_at or None,
+        pace_report=args.pace_report,
     )
 
 

@@ -3,6 +3,9 @@ counts the lag when the host is slow."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from inference.pace import Pace
@@ -24,10 +27,10 @@ class FakeClock:
 
 def test_a_fast_host_waits_until_the_pace_allows_the_next_batch() -> None:
     clock = FakeClock()
-    pace = Pace(rows_per_second=100.0, clock=clock)
+    pace = Pace(rows_per_second=100.0, clock=clock, sleep=clock.wait)
     for batch in range(1, 4):
         clock.now += 0.1  # the host computes 50 rows in 0.1 s; the instance type needs 0.5 s
-        pace.after(50 * batch, clock.wait)
+        pace.after(50 * batch)
     assert clock.waits == [0.4, 0.4, 0.4]
     assert clock.now == pytest.approx(101.5)  # 150 rows at 100 rows/s, to the millisecond
     assert pace.lag_share == 0.0
@@ -35,14 +38,38 @@ def test_a_fast_host_waits_until_the_pace_allows_the_next_batch() -> None:
 
 def test_a_slow_host_is_counted_as_lag_and_not_made_up_later() -> None:
     clock = FakeClock()
-    pace = Pace(rows_per_second=100.0, clock=clock)
+    pace = Pace(rows_per_second=100.0, clock=clock, sleep=clock.wait)
     clock.now += 0.8  # 50 rows took 0.8 s where the type takes 0.5: 0.3 s behind
-    pace.after(50, clock.wait)
+    pace.after(50)
     assert clock.waits == [] and pace.lag_seconds == pytest.approx(0.3)
     clock.now += 0.1  # a fast batch afterwards waits for its own share only, it does not race to catch up
-    pace.after(100, clock.wait)
+    pace.after(100)
     assert clock.waits == [pytest.approx(0.4)]
     assert pace.lag_share == pytest.approx(0.3 / 1.0)
+
+
+def test_the_first_row_waits_for_the_modelled_launch_and_a_late_start_is_lag(tmp_path: Path) -> None:
+    clock = FakeClock()
+    pace = Pace(rows_per_second=100.0, ready_at=103.0, clock=clock, sleep=clock.wait)
+    pace.until_ready(clock.wait)  # the model loaded at 100.0, the modelled launch ends at 103.0
+    assert clock.waits == [3.0]
+    clock.now += 0.1
+    pace.after(50)
+    assert clock.now == pytest.approx(103.5) and pace.lag_seconds == 0.0  # rows counted from the ready time
+
+    late = FakeClock()
+    late.now = 104.0  # the host took a second longer to start the worker than the model allows
+    behind = Pace(rows_per_second=100.0, ready_at=103.0, clock=late, sleep=late.wait)
+    behind.until_ready(late.wait)
+    late.now += 0.1
+    behind.after(50)
+    assert late.waits == [pytest.approx(0.4)] and behind.lag_seconds == pytest.approx(1.0)
+    behind.save(str(tmp_path / "pace.json"))
+    assert json.loads((tmp_path / "pace.json").read_text()) == {
+        "rows_per_second": 100.0,
+        "lag_seconds": 1.0,
+        "planned_seconds": 0.5,
+    }
 
 
 @pytest.mark.parametrize("rate", [0.0, -1.0, float("nan")])
