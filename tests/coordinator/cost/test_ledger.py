@@ -98,7 +98,10 @@ def test_job_lands_in_mlflow_with_its_params_and_metrics(
     assert run.data.metrics["billable_hours"] == pytest.approx(0.5)
     assert run.data.params["instance_type"] == "p3.2xlarge"
     assert run.data.params["spot_rate_usd_per_hour"] == "0.918"
-    assert run.data.params["boot_utc"] == "1970-01-01T00:00:00+00:00"
+    assert run.data.params["first_launch_cloud_clock_utc"] == "1970-01-01T00:00:00+00:00"
+    # a spot-only run still names the on-demand rate its savings figure used, under a name that says which
+    assert run.data.params["on_demand_rate_usd_per_hour"] == f"{ON_DEMAND:g}"
+    assert run.data.metrics["savings_vs_own_work_on_demand_pct"] == pytest.approx(summary.savings_pct)
     assert run.info.artifact_uri.startswith(
         (tmp_path / "mlartifacts" / "spotbatch").as_uri()
     )  # beside the store
