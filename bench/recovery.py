@@ -93,6 +93,7 @@ def scenario(
         rows=rows,
         segments=4,
         time_scale=1.0,
+        paced=False,  # what is measured is the coordinator's reaction, at the host's own speed
         interruption_probability=0.0,
         batch_size=BATCH_SIZE,
         checkpoint_every=CHECKPOINT_EVERY,

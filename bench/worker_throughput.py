@@ -21,6 +21,8 @@ pipeline on the same GPU; without one it says so.
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import statistics
 import tempfile
 import time
@@ -30,6 +32,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from coordinator.paths import cache_dir, default_dataset_path, default_model_dir
+from coordinator.sim.profiles import PROFILES_PATH, InstanceProfile, save_profile
 from inference.checkpoint import read_segment_output
 from inference.classifier import Classifier
 from inference.config import DEFAULT_BATCH_SIZE, DEFAULT_CHECKPOINT_EVERY, WorkerConfig
@@ -41,6 +44,7 @@ from inference.segment_run import SegmentRun
 from inference.storage import open_store
 from inference.torch_model import TorchClassifier, load_torch_classifier
 
+AGREEMENT_GATE = 0.995  # the build's gate for a quantised export; fp32 agrees on every row
 Rows = dict[str, tuple[str, float]]
 Contender = tuple[Classifier, str, Path | None]  # a path: the classifier, a note, its export file
 
@@ -142,6 +146,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-sweep", action="store_true")
+    parser.add_argument(
+        "--write-profile",
+        metavar="INSTANCE_TYPE",
+        help="record the fastest path that passes the agreement gate as this type's simulator profile",
+    )
     args = parser.parse_args()
 
     threads = threads_to_use()
@@ -161,7 +170,9 @@ def main() -> None:
             results[name] = worker_run(classifier, dataset, args.rows)[1]  # warm-up, and its predictions
             runs.append(lambda c=classifier: worker_run(c, dataset, args.rows)[0])  # type: ignore[misc]
         seconds = median_time(runs, args.repeats)
-        report(len(texts), seconds, paths, reference, results, args.repeats)
+        measured = report(len(texts), seconds, paths, reference, results, args.repeats)
+        if args.write_profile:
+            write_profile(args.write_profile, measured, threads, args.rows)
         if not args.no_sweep:
             sweep(paths, model, dataset, args.rows, threads)
     gpu_note()
@@ -174,8 +185,10 @@ def report(
     reference: Rows,
     results: dict[str, Rows],
     repeats: int,
-) -> None:
+) -> dict[str, tuple[float, float]]:
+    """Print the table; return each worker path's (rows/s, share of labels equal to the pipeline's)."""
     base = seconds[0]
+    measured = {}
     print(
         f"\n{'path':<22} {'rows/s':>8} {'x pipeline':>10} {'labels = pipeline':>18} {'max score diff':>15} "
         f"{'held-out acc.':>13}  note"
@@ -187,10 +200,34 @@ def report(
     )
     for (name, (classifier, note, _)), elapsed in zip(paths.items(), seconds[1:], strict=True):
         same, worst = agreement(reference, results[name])
+        measured[name] = (count / elapsed, same)
         print(
             f"{'worker (' + name + ')':<22} {count / elapsed:8.1f} {base / elapsed:10.2f} {same:18.2%} "
             f"{worst:15.2e} {_pct(held_out_accuracy(classifier)):>13}  {note}"
         )
+
+    return measured
+
+
+def write_profile(
+    instance_type: str, measured: dict[str, tuple[float, float]], threads: int, rows: int
+) -> None:
+    """The simulator's speed for `instance_type`: the fastest worker path whose labels agree with the
+    pipeline's on >= 99.5% of the rows (the build's gate)."""
+    passing = {name: rate for name, (rate, same) in measured.items() if same >= AGREEMENT_GATE}
+    name = max(passing, key=lambda n: passing[n])
+    profile = InstanceProfile(
+        instance_type=instance_type,
+        rows_per_second=round(passing[name], 1),
+        backend=name,
+        source=(
+            f"python -m bench.worker_throughput --write-profile {instance_type} on "
+            f"{platform.node() or 'a host'} ({os.cpu_count()} CPUs, {threads} intra-op threads, "
+            f"{rows} sentences, {time.strftime('%Y-%m-%d')})"
+        ),
+    )
+    save_profile(profile)
+    print(f"\nprofile {instance_type}: {profile.rows_per_second} rows/s ({name}) -> {PROFILES_PATH}")
 
 
 def _pct(value: float | None) -> str:

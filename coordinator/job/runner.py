@@ -235,7 +235,9 @@ def _write_records(
         "failures": outcome.failures,
         "rows_merged": merge.rows if merge else 0,
         "wall_seconds": round(outcome.wall_seconds, 3),
-        "cloud_seconds": round(outcome.ended_cloud - outcome.started_cloud, 3),
+        # the job time: from the job's start (its clock's origin, kept across a resume) to its end; the
+        # deadline is judged on the same figure
+        "cloud_seconds": round(outcome.ended_cloud - clock.origin, 3),
         "api_retries": outcome.api_retries,
         "stopped": outcome.stopped,
         **_deadline_record(spec, outcome, clock),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import http.client
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,6 +75,7 @@ class FaultProxy(LocalHttpServer):
         self.upstream_host, self.upstream_port = parts.hostname or "127.0.0.1", parts.port or 80
         self.rules: list[FaultRule] = []
         self.injected: list[str] = []  # "Action: Code" of every error answered, in order
+        self.latencies: dict[str, list[float]] = {}  # action -> wall seconds moto took, forwarded calls
         self._lock = threading.Lock()
         super().__init__(name="fault-proxy", host=host)
 
@@ -96,6 +98,11 @@ class FaultProxy(LocalHttpServer):
                     return rule
         return None
 
+    def _timed(self, body: bytes, seconds: float) -> None:
+        action = parse_qs(body.decode("utf-8", "replace")).get("Action", ["?"])[0]
+        with self._lock:
+            self.latencies.setdefault(action, []).append(seconds)
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         proxy = self
 
@@ -115,11 +122,13 @@ class FaultProxy(LocalHttpServer):
                         STATUS.get(rule.code, 400), error_body(rule.code), [("Content-Type", "text/xml")]
                     )
                 upstream = http.client.HTTPConnection(proxy.upstream_host, proxy.upstream_port, timeout=60)
+                started = time.monotonic()
                 try:
                     headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
                     upstream.request(self.command, self.path, body=body or None, headers=headers)
                     reply = upstream.getresponse()
                     data = reply.read()
+                    proxy._timed(body, time.monotonic() - started)
                     keep = [
                         (k, v)
                         for k, v in reply.getheaders()

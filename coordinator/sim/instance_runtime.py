@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -44,32 +44,25 @@ from coordinator.job.launch_contract import TAG_SEGMENT
 from coordinator.sim.awslogs import LogShipper
 from coordinator.sim.host_agent import HostAgent, Reply
 from coordinator.sim.lifeline import popen_tied
-from coordinator.sim.machine import MachineImage, RoleSession, container_env, pull_image
+from coordinator.sim.machine import (
+    PACE_REPORT,
+    PACE_REPORT_ENV,
+    READY_AT_ENV,
+    MachineImage,
+    RoleSession,
+    SimulatedInstance,
+    container_env,
+    pull_image,
+)
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.standins import MACHINE_ENV, SOCKET_ENV
 from coordinator.sim.standins import install as install_standins
-from coordinator.sim.worker_boot import BootMode, WorkerHandle, WorkerLauncher
+from coordinator.sim.worker_boot import BootMode, WorkerLauncher
 from coordinator.stack.target import AwsTarget
 
 POLL_SECONDS = 0.5  # how often the runtime looks at moto: boots and kills lag by at most this (wall)
 KILL_GRACE_SECONDS = 2.0  # SIGTERM, then SIGKILL: a worker drains one batch in well under this
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class SimulatedInstance:
-    instance_id: str
-    tags: dict[str, str]
-    booted_at: float  # wall clock
-    role: RoleSession | None
-    script: subprocess.Popen[bytes] | None = None
-    worker: WorkerHandle | None = None
-    pulled: set[str] = field(default_factory=set)
-    exit_code: int | None = None  # the worker's
-    killed: str = ""  # "", "SIGTERM", "SIGKILL"
-    power_off: threading.Timer | None = None
-    shutdowns: list[float] = field(default_factory=list)  # `shutdown` calls, minutes from then (0: now)
-    gone: bool = False
 
 
 class InstanceRuntime:
@@ -85,7 +78,11 @@ class InstanceRuntime:
         kill_grace: float = KILL_GRACE_SECONDS,
         poll_every: float = POLL_SECONDS,
         job_id: str | None = None,
+        launch_seconds: Callable[[dict[str, str]], float] | None = None,
     ) -> None:
+        """`launch_seconds(tags)`: cloud seconds from launch to the first row of the instance with these
+        tags (a draw of the boot model); its worker is paced to start then. None: as soon as it can."""
+        self.launch_seconds = launch_seconds
         self.target, self.image, self.imds, self.log_dir, self.clock = target, image, imds, log_dir, clock
         self.kill_grace, self.poll_every, self.job_id = kill_grace, poll_every, job_id
         self.ec2 = target.client("ec2")
@@ -186,6 +183,8 @@ class InstanceRuntime:
             **({"AWS_ENDPOINT_URL": self.target.endpoint} if self.target.endpoint else {}),
         }
         instance = SimulatedInstance(instance_id, tags, time.time(), role)
+        if self.launch_seconds is not None:
+            instance.ready_at = instance.booted_at + self.clock.wall(self.launch_seconds(tags))
         with self.lock:
             self.instances[instance_id] = instance
         with open(home / "cloud-init-output.log", "ab") as output:
@@ -235,9 +234,10 @@ class InstanceRuntime:
         with self.lock:  # a machine powered off meanwhile must not get a worker nobody stops
             if instance.gone:
                 raise RuntimeError(f"machine {machine} powered off")
-            env = container_env(
-                self.image, request, home=str(self.log_dir / "machines" / machine), hostname=machine
-            )
+            home = self.log_dir / "machines" / machine
+            env = container_env(self.image, request, home=str(home), hostname=machine)
+            if instance.ready_at is not None:
+                env |= {READY_AT_ENV: f"{instance.ready_at:.3f}", PACE_REPORT_ENV: str(home / PACE_REPORT)}
             worker = self.launcher.start(env, log_path)
             instance.worker = worker
         started({"status": f"started {worker.pid}"})

@@ -2,6 +2,7 @@
 
 - `MachineImage`: what the worker image holds that this host provides instead (the model, built here) and
   the worker's share of this host's cores.
+- `SimulatedInstance`: one machine's state as the instance runtime keeps it (its processes, its pulls).
 - `RoleSession`: the instance role, as EC2 hands it to an instance: temporary credentials from STS (the
   simulator's own identity assumes the role, as the EC2 service does), refreshed before they expire.
 - `pull_image`: `docker pull` of an ECR image with those credentials (login, then the manifest).
@@ -17,16 +18,24 @@ Usage::
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.sim.image import IMAGE_ENV, MANIFEST_TYPE
 from coordinator.stack.target import AwsTarget
 
+if TYPE_CHECKING:
+    from coordinator.sim.worker_boot import WorkerHandle
+
 REFRESH_BEFORE = timedelta(minutes=5)
 THREADS_ENV = "SPOTBATCH_THREADS"
+PACE_ENV = "SPOTBATCH_PACE"  # the instance type's speed, in this host's rows per wall second
+READY_AT_ENV = "SPOTBATCH_READY_AT"  # the end of the instance's modelled launch (epoch seconds)
+PACE_REPORT_ENV = "SPOTBATCH_PACE_REPORT"
+PACE_REPORT = "pace.json"  # in the machine's folder: how far its worker fell behind the pace
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +65,23 @@ def container_env(
         "HOSTNAME": hostname,
     }
     return {**docker, **IMAGE_ENV, THREADS_ENV: str(image.threads), **given, **image.extra_env}
+
+
+@dataclass(slots=True)
+class SimulatedInstance:
+    instance_id: str
+    tags: dict[str, str]
+    booted_at: float  # wall clock
+    role: RoleSession | None
+    script: subprocess.Popen[bytes] | None = None
+    worker: WorkerHandle | None = None
+    pulled: set[str] = field(default_factory=set)
+    exit_code: int | None = None  # the worker's
+    killed: str = ""  # "", "SIGTERM", "SIGKILL"
+    power_off: threading.Timer | None = None
+    shutdowns: list[float] = field(default_factory=list)  # `shutdown` calls, minutes from then (0: now)
+    gone: bool = False
+    ready_at: float | None = None  # wall clock: the end of its modelled launch, when its worker may start
 
 
 class RoleSession:

@@ -19,22 +19,34 @@ import logging
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
 from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.ledger import default_tracking_uri
 from coordinator.errors import SimulationError
 from coordinator.job.instances import list_instances
+from coordinator.job.spec import JobSpec
 from coordinator.job.status import SegmentStatus
 from coordinator.sim.emulator_stack import SIMULATOR_BUCKET, Infrastructure, emulator_infrastructure
 from coordinator.sim.fault_proxy import FaultProxy
 from coordinator.sim.metadata_server import MetadataServer
-from coordinator.sim.one_run import Lab, one_run
+from coordinator.sim.one_run import Lab, job_spec, one_run
+from coordinator.sim.prediction import (
+    SpecFor,
+    live_setup,
+    measured_overheads,
+    model_deadline,
+    predict_matrix,
+)
 from coordinator.sim.settings import CONFIGURATIONS, DATASET_KEY, SimulatedRun, SimulationSettings
+from coordinator.sim.worker_boot import WorkerLauncher
 from coordinator.stack.deployment import StackSettings
+from coordinator.whatif.first_principles import hazard
+from coordinator.whatif.matrix_model import Prediction
 from coordinator.whatif.traces import AvailabilityTrace
 from inference.dataset import write_dataset
 
@@ -115,15 +127,21 @@ def run_matrix(
     direct_ec2 = infra.target.client("ec2")
     s3 = infra.target.client("s3")
     upload_dataset(s3, infra.stack.bucket, settings.dataset, settings.rows)
+    expected = expectations(settings, infra)
+    WorkerLauncher(settings.boot)  # the fork server up before the first run's clock starts
     with MetadataServer() as imds, FaultProxy(str(infra.endpoint)) as proxy:
         lab = Lab(settings, infra, direct_ec2, s3, proxy, imds, guard, trace)
         for number, (name, config) in enumerate(plan, start=1):
             if on_run is not None:
                 on_run(name, number, len(plan))
-            deadline = deadline_for(settings, results) if config == "deadline" else None
+            deadline = expected.deadline_seconds if config == "deadline" else None
             results.append(one_run(lab, name, config, on_cycle, deadline))
             if on_done is not None:
                 on_done(results[-1])
+    if expected.predictions:
+        predict_with_startup(settings, infra, expected, results)
+    if settings.mlflow:
+        log_matrix_savings(settings, results)
     left = sorted(list_instances(direct_ec2.describe_instances, alive_only=True))
     if left:
         raise SimulationError(f"instances of the project alive after the matrix: {', '.join(left)}")
@@ -131,21 +149,87 @@ def run_matrix(
     return results
 
 
-def deadline_for(settings: SimulationSettings, earlier: list[SimulatedRun]) -> float:
-    """Cloud seconds: the fixed deadline, or `deadline_factor` x the mean on-demand job time so far."""
-    if settings.deadline_seconds is not None:
-        return settings.deadline_seconds
-    times = [
-        r.result.outcome.ended_cloud - r.result.outcome.started_cloud
-        for r in earlier
-        if r.configuration == "on-demand"
-    ]
-    if not times:
-        raise SimulationError(
-            "the deadline configuration needs on-demand runs before it (its deadline is a multiple of their "
-            "job time) or a fixed deadline (--deadline-minutes)"
-        )
-    return settings.deadline_factor * sum(times) / len(times)
+@dataclass(frozen=True, slots=True)
+class Expectations:
+    """What the matrix model says before the first run: the deadline every deadline run gets, and each
+    configuration's predicted mean cost and job time (None for a replayed trace: the model is random)."""
+
+    deadline_seconds: float
+    predictions: dict[str, Prediction]
+
+
+def _spec_for(settings: SimulationSettings, infra: Infrastructure) -> SpecFor:
+    def spec_for(config: str, deadline: float | None) -> JobSpec:
+        region, instance_type = infra.target.region, infra.stack.instance_type
+        return job_spec(settings, "model", config, deadline, region=region, instance_type=instance_type)
+
+    return spec_for
+
+
+def expectations(settings: SimulationSettings, infra: Infrastructure) -> Expectations:
+    spec_for = _spec_for(settings, infra)
+    deadline = model_deadline(settings, spec_for)
+    random_model = settings.trace is None
+    predictions = predict_matrix(settings, spec_for, deadline) if random_model else {}
+    record = {
+        "model_inputs": _model_inputs(settings, spec_for("spot-only", None)) if random_model else {},
+        "deadline_seconds": deadline,
+        "workload": settings.workload().describe(settings.rows),
+        "boot_model": settings.boot_model.describe(),
+        "predictions": {c: asdict(p) for c, p in predictions.items()},
+    }
+    path = settings.out_dir / "expected.json"
+    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    log.info("deadline %.0f cloud s; predictions in %s", deadline, path)
+    return Expectations(deadline, predictions)
+
+
+def predict_with_startup(
+    settings: SimulationSettings, infra: Infrastructure, expected: Expectations, runs: list[SimulatedRun]
+) -> None:
+    """The model again, told the one thing it cannot know beforehand: how long the coordinator itself took
+    on this host to start the job, between launches and to end it (`coordinator_overheads_measured`)."""
+    overheads = measured_overheads(runs)
+    predictions = predict_matrix(
+        settings, _spec_for(settings, infra), expected.deadline_seconds, overheads=overheads
+    )
+    path = settings.out_dir / "expected.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["coordinator_overheads_measured"] = dict(
+        zip(("first_launch_seconds", "launch_gap_seconds", "end_seconds"), overheads, strict=True)
+    )
+    record["predictions_with_overheads"] = {c: asdict(p) for c, p in predictions.items()}
+    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def log_matrix_savings(settings: SimulationSettings, results: list[SimulatedRun]) -> None:
+    """Each run's savings against the on-demand runs' mean cost, the report's definition, added to its MLflow
+    run once the matrix has its on-demand runs (the ledger's own figure compares with the run's own work at
+    the on-demand price: `savings_vs_own_work_on_demand_pct`)."""
+    on_demand = [r.cost_usd for r in results if r.configuration == "on-demand"]
+    if not on_demand:
+        return
+    from mlflow.tracking import MlflowClient
+
+    baseline = sum(on_demand) / len(on_demand)
+    client = MlflowClient(tracking_uri=default_tracking_uri(settings.out_dir.parent))
+    for run in results:
+        if run.mlflow_run_id:
+            savings = (baseline - run.cost_usd) / baseline * 100
+            client.log_metric(run.mlflow_run_id, "savings_vs_on_demand_runs_pct", savings)
+
+
+def _model_inputs(settings: SimulationSettings, spec: JobSpec) -> dict[str, float]:
+    """What the report's closed-form savings need (`coordinator/whatif/first_principles.py`)."""
+    setup = live_setup(settings, spec)
+    return {
+        "segment_work_seconds": max(setup.segment_rows) * setup.cloud_seconds_per_row,
+        "boot_mean_seconds": settings.boot_model.mean("spot"),
+        "spot_usd_per_hour": setup.spot_usd_per_hour,
+        "on_demand_usd_per_hour": setup.on_demand_usd_per_hour,
+        "hazard_per_second": hazard(settings.interruption_probability, settings.interruption_interval),
+        "spot_share": settings.spot_share,
+    }
 
 
 def _write_record(settings: SimulationSettings, result: dict[str, Any] | None) -> None:

@@ -17,26 +17,28 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_ledger
 from coordinator.errors import SimulationError
 from coordinator.job.clock import CloudClock
-from coordinator.job.launch_contract import TAG_SEGMENT, WorkerTuning
+from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_MARKET, TAG_SEGMENT, WorkerTuning
 from coordinator.job.runner import CloudTarget, RunResult, run_job
 from coordinator.job.spec import JobSpec
 from coordinator.job.status import SegmentStatus
+from coordinator.policies.base import Market
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
 from coordinator.sim.image import IMAGE_MODEL_DIR
 from coordinator.sim.injector import InterruptionInjector, RandomInterruptions, TraceReplay
 from coordinator.sim.instance_runtime import InstanceRuntime
-from coordinator.sim.machine import MachineImage
+from coordinator.sim.machine import PACE_ENV, MachineImage
 from coordinator.sim.metadata_server import MetadataServer
+from coordinator.sim.pace_record import emulator_latency, record_pace
 from coordinator.sim.settings import (
     BOOT_TIMEOUT,
-    CHANGEOVER,
     DATASET_KEY,
     HEARTBEAT_EVERY,
     HEARTBEAT_TIMEOUT,
@@ -85,15 +87,7 @@ def one_run(
     model = _interruption_model(lab, name)
     _arm_faults(lab)
     with (
-        InstanceRuntime(
-            lab.infra.target,
-            MachineImage(files={IMAGE_MODEL_DIR: str(settings.model.resolve())}),
-            imds=lab.imds,
-            log_dir=run_dir / "workers",
-            clock=clock,
-            boot=settings.boot,
-            job_id=job_id,
-        ) as runtime,
+        _runtime(lab, run_dir, clock, job_id) as runtime,
         InterruptionInjector(lab.direct_ec2, runtime, lab.imds, clock, model, seed=settings.seed) as injector,
     ):
         if isinstance(model, TraceReplay):  # no spot capacity while the trace says so
@@ -109,7 +103,7 @@ def one_run(
         )
         try:
             result = run_job(
-                _job_spec(
+                job_spec(
                     settings,
                     job_id,
                     config,
@@ -132,9 +126,43 @@ def one_run(
     if runtime.running():
         running = sorted(runtime.running())
         raise SimulationError(f"{name}: machines still up after the run: {running}")
-    _log_to_mlflow(settings, result, config)
+    pace = record_pace(run_dir, emulator_latency(lab.proxy.latencies))
+    mlflow_run_id = _log_to_mlflow(settings, result, config)
     lab.proxy.injected.clear()
-    return SimulatedRun(name, config, result, len(injector.records))
+    lab.proxy.latencies.clear()
+    return SimulatedRun(name, config, result, len(injector.records), pace, mlflow_run_id)
+
+
+def _runtime(lab: Lab, run_dir: Path, clock: CloudClock, job_id: str) -> InstanceRuntime:
+    """The machines of one run: paced at the instance type's speed, each held back for its drawn launch."""
+    settings = lab.settings
+    workload = settings.workload()
+    return InstanceRuntime(
+        lab.infra.target,
+        MachineImage(
+            files={IMAGE_MODEL_DIR: str(settings.model.resolve())},
+            extra_env={PACE_ENV: f"{workload.wall_rows_per_second:.4f}"} if settings.paced else {},
+        ),
+        imds=lab.imds,
+        log_dir=run_dir / "workers",
+        clock=clock,
+        boot=settings.boot,
+        job_id=job_id,
+        launch_seconds=_launch_draw(settings) if settings.paced else None,
+    )
+
+
+def _launch_draw(settings: SimulationSettings) -> Callable[[dict[str, str]], float]:
+    """Each instance's launch-to-first-row time, drawn from the boot model with the run's seed and the
+    attempt's id: the same machine boots as long whatever the host does."""
+
+    def draw(tags: dict[str, str]) -> float:
+        market: Market = "spot" if tags.get(TAG_MARKET) == "spot" else "on-demand"
+        return settings.boot_model.draw(
+            market, random.Random(f"{settings.seed}/{tags.get(TAG_ATTEMPT)}/launch")
+        )
+
+    return draw
 
 
 def _run_record(lab: Lab, name: str, config: str, model: RandomInterruptions | TraceReplay) -> dict[str, Any]:
@@ -161,7 +189,7 @@ def _interruption_model(lab: Lab, name: str) -> RandomInterruptions | TraceRepla
     return RandomInterruptions(settings.interruption_probability, settings.interruption_interval)
 
 
-def _job_spec(
+def job_spec(
     settings: SimulationSettings,
     job_id: str,
     config: str,
@@ -177,12 +205,12 @@ def _job_spec(
         segments=settings.segments,
         policy=config,
         policy_options=settings.policy_options(config),
-        planned_rows_per_s=settings.planned_rows_per_s / settings.time_scale,
+        planned_rows_per_s=1.0 / settings.workload().cloud_seconds_per_row,
         cycle_seconds=settings.cycle_seconds,
         heartbeat_timeout=HEARTBEAT_TIMEOUT,
         boot_timeout=BOOT_TIMEOUT,
         deadline_seconds=deadline,
-        changeover_seconds=CHANGEOVER * settings.time_scale,
+        changeover_seconds=settings.boot_model.worst("on-demand"),  # until the job has seen boots
         reclaim_overhead_seconds=RECLAIM_OVERHEAD * settings.time_scale,
         region=region,
         instance_type=instance_type,
@@ -203,13 +231,13 @@ def _arm_faults(lab: Lab) -> None:
         lab.proxy.add(rule)
 
 
-def _log_to_mlflow(settings: SimulationSettings, result: RunResult, config: str) -> None:
+def _log_to_mlflow(settings: SimulationSettings, result: RunResult, config: str) -> str:
     if not settings.mlflow or result.ledger_path is None:
-        return
+        return ""
     attempts, summary = read_ledger(result.ledger_path)
     if summary is None:
-        return
-    log_to_mlflow(
+        return ""
+    return log_to_mlflow(
         summary,
         attempts,
         tracking_uri=default_tracking_uri(settings.out_dir.parent),

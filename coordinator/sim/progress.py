@@ -57,13 +57,17 @@ def status_table(title: str, statuses: list[SegmentStatus]) -> Table:
 
 def finished_line(run: SimulatedRun, number: int, total: int) -> str:
     outcome = run.result.outcome
-    cost = sum(a.cost_usd for a in outcome.attempts)
+    cost = run.cost_usd
     cut_short = sum(a.end_reason in ("interrupted", "lost") for a in outcome.attempts)
     rows = run.result.merge.rows if run.result.merge else 0
+    lag = run.pace.get("lag_share", 0.0)
+    pace = f"workers {lag:.1%} behind their pace" + (" (DISTORTED)" if run.pace.get("distorted") else "")
     return (
-        f"run {number}/{total} {run.name} ({run.configuration}) done: ${cost:.2f}, {cut_short} "
+        f"run {number}/{total} {run.name} ({run.configuration}) done: ${cost:.4f}, {cut_short} "
         f"interruption(s), {run.interruptions} notice(s), {rows} rows merged, "
-        f"{outcome.segments_done}/{outcome.segments_total} segments, {outcome.wall_seconds:.0f} s wall"
+        f"{outcome.segments_done}/{outcome.segments_total} segments, "
+        f"{run.job_seconds / 60:.1f} cloud min, "
+        f"{outcome.wall_seconds:.0f} s wall, {pace}"
     )
 
 

@@ -8,15 +8,19 @@ Usage::
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from coordinator.job.runner import RunResult
 from coordinator.policies.deadline import DEFAULT_RESERVE_HOURS
 from coordinator.sim.fault_proxy import FaultRule
 from coordinator.sim.injector import RandomInterruptions
+from coordinator.sim.profiles import InstanceProfile, load_profile
 from coordinator.sim.worker_boot import BootMode
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
+from coordinator.whatif.boot_model import DEFAULT_BOOT_MODEL, BootModel
 from inference.layout import dataset_key
 
 CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")
@@ -24,12 +28,13 @@ DATASET_KEY = dataset_key("sentences.parquet")
 # Wall-clock settings of a simulated run, chosen for 10 workers sharing 2 cores (see README, "make simulate")
 # Every poll is a request to moto or the metadata server, and those share the 2 cores with the workers:
 # polling 2-3x faster than this cost about a third of the CPU in a trial (53 s instead of ~30 s per run).
-CYCLE_SECONDS = 0.5  # the coordinator looks twice a wall second: every 15 cloud seconds at scale 30
-HEARTBEAT_EVERY = 1.0  # wall: a beat every 30 cloud seconds at scale 30
+CYCLE_SECONDS = 0.5  # the coordinator looks twice a wall second: every 10 cloud seconds at scale 20
+HEARTBEAT_EVERY = 1.0  # wall: a beat every 20 cloud seconds at scale 20
 NOTICE_POLL_EVERY = 0.5  # wall: a notice is seen within 15 cloud seconds of its 120
-HEARTBEAT_TIMEOUT = 8.0  # wall: 8 missed beats (4 cloud minutes at scale 30)
+HEARTBEAT_TIMEOUT = 8.0  # wall: 8 missed beats (160 cloud seconds at scale 20)
 BOOT_TIMEOUT = 60.0  # wall: a forked worker heartbeats within 1-5 s even on a loaded machine
-CHANGEOVER = 3.0  # wall: a forked worker's launch to first heartbeat, planned until the job measures it
+# the share of its planned time a run's workers may fall behind their pace before the run is marked distorted
+DISTORTION_SHARE = 0.03
 # wall: what a reclaim costs before the replacement is launched: the notice poll, the batch in hand, the
 # draining heartbeat, a coordinator cycle
 RECLAIM_OVERHEAD = NOTICE_POLL_EVERY + 1.0 + HEARTBEAT_EVERY + CYCLE_SECONDS
@@ -44,24 +49,33 @@ class SimulationSettings:
         default_factory=lambda: {"on-demand": 3, "spot-only": 8, "hybrid": 8, "deadline": 8}
     )
     instance_type: str = DEFAULT_INSTANCE_TYPE  # the stack's; priced from the table in the emulator's region
-    rows: int = 10_000
+    rows: int = 6_000
     segments: int = 10
-    time_scale: float = 30.0  # a 2-minute notice is 4 wall seconds: a loaded worker drains in time
+    # a 2-minute notice is 6 wall seconds, a 90-second modelled launch 4.5: the emulated machine's own boot
+    # (user-data, pull, fork, segment read, model load; 1-3 wall s with ten at once) fits inside it
+    time_scale: float = 20.0
     interruption_probability: float = 0.3
     interruption_interval: float = 300.0  # cloud seconds
     trace: Path | None = None  # replay this availability trace instead of the random model
     trace_one_means: str = "available"
     seed: int = 0
     boot: BootMode = "fork"
-    batch_size: int = 64
-    checkpoint_every: int = 10  # batches: 640 rows, a few cloud minutes of work on a shared core
+    # a batch in hand is finished before a drain: at 32 rows (48 cloud s) it fits well inside the notice
+    batch_size: int = 32
+    checkpoint_every: int = 20  # batches: 640 rows
+    # each simulated row stands for this many rows of the job: the 6,000 sample rows are inferred for real,
+    # and the job they stand for is 3,000,000 sentences: 10 cloud minutes per segment at c7i.xlarge speed
+    row_weight: int = 500
+    boot_model: BootModel = DEFAULT_BOOT_MODEL
+    # False (tests of other behaviour): workers run as fast as the host lets them and start at once, and the
+    # run's cost measures this host; every `spotbatch simulate` run is paced
+    paced: bool = True
     spot_share: float = 0.9
     spot_only_max_retries: int = 10
     hybrid_max_spot_retries: int = 0
     budget_usd: float = 2_000.0  # simulated dollars: the matrix's own ceiling, in its own spend log
     # default <out_dir>/spend_log.jsonl: simulated dollars stay out of the real log
     spend_log: Path | None = None
-    planned_rows_per_s: float = 50.0  # wall rows/s of one worker among ten on 2 cores, for first estimates
     mlflow: bool = True
     faults: tuple[FaultRule, ...] = ()  # extra proxy rules (tests): throttling, 500s, capacity
     forced_interruptions: dict[str, list[float]] = field(default_factory=dict)
@@ -83,10 +97,39 @@ class SimulationSettings:
             return {"reserve_hours": self.deadline_reserve_hours}
         return {}
 
+    def workload(self) -> SimulatedWorkload:
+        return SimulatedWorkload(load_profile(self.instance_type), self.row_weight, self.time_scale)
+
     def describe_interruptions(self) -> str:
         if self.trace:
             return f"trace replay {self.trace.name} (1 = {self.trace_one_means}), random offset per run"
         return RandomInterruptions(self.interruption_probability, self.interruption_interval).describe()
+
+
+@dataclass(frozen=True, slots=True)
+class SimulatedWorkload:
+    """How fast a simulated instance works: its type's profile, in sample rows per cloud and wall second."""
+
+    profile: InstanceProfile
+    row_weight: int
+    time_scale: float
+
+    @property
+    def cloud_seconds_per_row(self) -> float:
+        return self.row_weight / self.profile.rows_per_second
+
+    @property
+    def wall_rows_per_second(self) -> float:
+        """The pace of a simulated worker on this host."""
+        return self.time_scale / self.cloud_seconds_per_row
+
+    def describe(self, rows: int) -> str:
+        p, job = self.profile, rows * self.row_weight
+        return (
+            f"{rows:,} sample rows, each standing for {self.row_weight} sentences: a {job:,}-sentence job "
+            f"at {p.instance_type}'s {p.rows_per_second:g} rows/s ({p.backend}; {p.source}); "
+            f"workers paced at {self.wall_rows_per_second:.1f} rows per wall second"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,3 +138,15 @@ class SimulatedRun:
     configuration: str
     result: RunResult
     interruptions: int
+    pace: dict[str, Any] = field(default_factory=dict)  # pace_record.pace_summary: lag, distorted
+    mlflow_run_id: str = ""
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(a.cost_usd for a in self.result.outcome.attempts)
+
+    @property
+    def job_seconds(self) -> float:
+        """The job time every figure uses (`run.json`'s `cloud_seconds`): the job's start to its end."""
+        record = json.loads((self.result.run_dir / "run.json").read_text(encoding="utf-8"))
+        return float(record["cloud_seconds"])

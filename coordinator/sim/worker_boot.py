@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import multiprocessing.context
+import multiprocessing.forkserver
 import os
 import shutil
 import signal
@@ -143,6 +144,9 @@ class WorkerLauncher:
         if mode == "fork":
             self._context = multiprocessing.get_context("forkserver")
             self._context.set_forkserver_preload([__name__])
+            # started now, before any instance boots: its imports (several CPU-seconds) would otherwise
+            # delay the first workers of a run past their modelled launch
+            multiprocessing.forkserver.ensure_running()
 
     def start(self, env: dict[str, str], log_path: Path, argv: tuple[str, ...] = ()) -> WorkerHandle:
         """A worker with `env` as its whole environment (and `argv`, the worker's own options, if any)."""

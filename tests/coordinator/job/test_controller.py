@@ -57,6 +57,8 @@ def settings(tmp_path: Path, model: Path, dataset: Path, **overrides: Any) -> Si
         checkpoint_every=4,
         mlflow=False,
         spot_share=0.75,
+        time_scale=30.0,
+        paced=False,  # these tests are about the coordinator's decisions, not the instance type's speed
     )
     base.update(overrides)
     return SimulationSettings(**base)

@@ -21,8 +21,8 @@ from coordinator.job.launch_contract import LaunchRequest, tags_for
 from coordinator.job.roles import JobRoles
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.image import IMAGE_MODEL_DIR
-from coordinator.sim.instance_runtime import InstanceRuntime, SimulatedInstance
-from coordinator.sim.machine import MachineImage
+from coordinator.sim.instance_runtime import InstanceRuntime
+from coordinator.sim.machine import MachineImage, SimulatedInstance
 from coordinator.sim.matrix import upload_dataset
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.settings import DATASET_KEY
