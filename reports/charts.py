@@ -28,6 +28,7 @@ COLOURS = {
     "deadline": "#8172b3",
     "spot": "#dd8452",
 }
+STYLES = {"on-demand": "-", "spot-only": "--", "hybrid": "-.", "deadline": ":"}  # told apart without colour
 DPI = 110
 INTERRUPTED = ("interrupted", "lost")
 
@@ -66,7 +67,13 @@ def wall_time(folder: RunsFolder, path: Path) -> Path:
     for i, (config, runs) in enumerate(groups, start=1):
         xs = [i + (j - (len(runs) - 1) / 2) * 0.03 for j in range(len(runs))]
         axes.scatter(xs, [r.cloud_seconds / 60 for r in runs], color=COLOURS[config], zorder=3, s=22)
-    axes.set_title("Job time by configuration (first launch to last instance gone)")
+    deadline = folder.expected.get("deadline_seconds")
+    if deadline and folder.of("deadline"):
+        axes.axhline(deadline / 60, color=COLOURS["deadline"], linestyle=":", linewidth=1.2)
+        axes.annotate(
+            f"deadline {deadline / 60:.1f} min", (0.5, deadline / 60), color=COLOURS["deadline"], fontsize=8
+        )
+    axes.set_title("Job time by configuration (the job's start to its end)")
     axes.set_ylabel("cloud minutes")
     axes.set_ylim(bottom=0)
     axes.grid(axis="y", alpha=0.3)
@@ -142,7 +149,13 @@ def cumulative_cost(folder: RunsFolder, path: Path) -> Path:
         for i, run in enumerate(runs):
             xs, ys = spend_curve(run)
             axes.plot(
-                xs, ys, color=COLOURS[config], alpha=0.75, linewidth=1.3, label=config if i == 0 else None
+                xs,
+                ys,
+                color=COLOURS[config],
+                linestyle=STYLES[config],
+                alpha=0.75,
+                linewidth=1.3,
+                label=config if i == 0 else None,
             )
     axes.set_title("Cumulative cost over time, every run")
     axes.set_xlabel("cloud minutes since the run's first launch")

@@ -48,8 +48,14 @@ class Run:
 
     @property
     def cloud_seconds(self) -> float:
-        """From the first launch to the last instance's end, in cloud seconds."""
-        return self.summary.ended_at - self.summary.started_at
+        """The job time, in cloud seconds: `run.json`'s, from the job's start to its end, the same figure its
+        deadline is judged on (the ledger's first launch to last instance end can differ by a cycle)."""
+        return float(self.record["cloud_seconds"])
+
+    @property
+    def distorted(self) -> bool:
+        """Its workers fell behind their instance type's pace (the host could not keep up)."""
+        return bool(self.record.get("pace", {}).get("distorted", False))
 
 
 @dataclass(slots=True)
@@ -58,6 +64,7 @@ class RunsFolder:
     settings: dict[str, Any]
     runs: list[Run] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # "name: why"
+    expected: dict[str, Any] = field(default_factory=dict)  # expected.json: the matrix model's predictions
 
     def of(self, configuration: str) -> list[Run]:
         return [r for r in self.runs if r.configuration == configuration]
@@ -89,6 +96,8 @@ def load_runs(path: Path) -> RunsFolder:
         raise ReportError(f"{path}: no simulation.json; is this a runs folder from `make simulate`?")
     settings = json.loads(settings_path.read_text(encoding="utf-8"))
     folder = RunsFolder(path, settings)
+    if (path / "expected.json").is_file():
+        folder.expected = json.loads((path / "expected.json").read_text(encoding="utf-8"))
     planned = settings.get("runs", {})
     for configuration in CONFIGURATIONS:
         for index in range(1, int(planned.get(configuration, 0)) + 1):

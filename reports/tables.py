@@ -44,6 +44,9 @@ class ConfigRow:
     spot_share: float  # of the attempts' billed hours spent on spot
     deadlines_met: int  # runs that finished by their deadline ...
     deadlines_total: int  # ... of the runs that had one
+    # each run against its own work at the on-demand price (the ledger's and MLflow's
+    # `savings_vs_own_work_on_demand_pct`), averaged: a second definition, shown beside the first
+    own_work_savings_pct: float = 0.0
     cpu_percent: float | None = None  # the workers' CPU (CloudWatch), runs' averages weighted by billed time
     memory_mb: float | None = None  # the largest worker memory any run saw
 
@@ -80,6 +83,7 @@ def config_row(configuration: str, runs: list[Run], on_demand_mean: float | None
         spot_share=spot_hours / all_hours if all_hours else 0.0,
         deadlines_met=sum(r.deadline_met is True for r in runs),
         deadlines_total=sum(r.deadline_met is not None for r in runs),
+        own_work_savings_pct=statistics.mean(r.summary.savings_pct for r in runs),
         cpu_percent=_weighted_cpu(runs),
         memory_mb=max((r.summary.memory_mb for r in runs if r.summary.memory_mb is not None), default=None),
     )
@@ -127,12 +131,16 @@ def configured_spot_share(configuration: str, settings: dict[str, object]) -> fl
 def conclusions(rows: list[ConfigRow], settings: dict[str, object] | None = None) -> Conclusions:
     """The cheapest configuration that meets the reliability target is the recommendation; the rest follows
     from the table."""
-    reliable = [r for r in rows if r.reliability_pct >= RELIABILITY_TARGET_PCT]
+    reliable = [
+        r
+        for r in rows
+        if r.reliability_pct >= RELIABILITY_TARGET_PCT and r.deadlines_met == r.deadlines_total
+    ]
     pool = reliable or rows
     best = min(pool, key=lambda r: r.cost_mean)
     reason = (
-        f"the lowest mean cost (${best.cost_mean:.2f} per run) among configurations with reliability >= "
-        f"{RELIABILITY_TARGET_PCT:g}%"
+        f"the lowest mean cost (${best.cost_mean:.4f} per run) among configurations with reliability >= "
+        f"{RELIABILITY_TARGET_PCT:g}% that met every deadline they had"
         if reliable
         else f"no configuration reached {RELIABILITY_TARGET_PCT:g}% reliability; it is the cheapest of them"
     )
@@ -147,6 +155,7 @@ def conclusions(rows: list[ConfigRow], settings: dict[str, object] | None = None
         f"Recommended: **{best.configuration}** ({reason}): recommended spot share {share:.0%} of segments "
         f"starting on spot; {best.spot_share:.0%} of its billed hours were on spot."
     ]
+    lines += _trade_off(rows)
     if best.savings_pct is not None:
         lines.append(
             f"Expected savings against all on-demand: **{best.savings_pct:.1f}%** per run (mean over "
@@ -164,9 +173,8 @@ def conclusions(rows: list[ConfigRow], settings: dict[str, object] | None = None
         if r.deadlines_total:
             lines.append(
                 f"Deadline for {r.configuration}: met in {r.deadlines_met} of {r.deadlines_total} runs "
-                f"(the deadline is {(settings or {}).get('deadline_factor', '?')}x the mean on-demand job "
-                "time of the "
-                "matrix unless a fixed one was given)."
+                f"(the deadline is {(settings or {}).get('deadline_factor', '?')}x the matrix model's mean "
+                "on-demand job time, the same for every run, unless a fixed one was given)."
             )
     for r in rows:
         verdict = "met" if reliability_met[r.configuration] else "not met"
@@ -177,3 +185,18 @@ def conclusions(rows: list[ConfigRow], settings: dict[str, object] | None = None
             f"{r.segments_done}/{r.segments_total} segments), {verdict}."
         )
     return Conclusions(best.configuration, reason, best.savings_pct, savings_met, reliability_met, lines)
+
+
+def _trade_off(rows: list[ConfigRow]) -> list[str]:
+    """Time against cost: the cheapest configuration's job time beside on-demand's."""
+    on_demand = next((r for r in rows if r.configuration == "on-demand"), None)
+    cheapest = min(rows, key=lambda r: r.cost_mean)
+    if on_demand is None or cheapest is on_demand or on_demand.minutes_mean <= 0:
+        return []
+    slower = cheapest.minutes_mean / on_demand.minutes_mean - 1
+    return [
+        f"Time against cost: {cheapest.configuration} was the cheapest and {slower:.0%} slower than "
+        f"on-demand ({cheapest.minutes_mean:.1f} vs {on_demand.minutes_mean:.1f} cloud min per job): "
+        "each reclaim costs a relaunch's boot. Where the job time matters, the deadline configuration "
+        "bounds it."
+    ]

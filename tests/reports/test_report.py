@@ -19,6 +19,7 @@ from coordinator.errors import ReportError
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.matrix import run_matrix
 from coordinator.sim.settings import SimulationSettings
+from reports.blocks import money
 from reports.build import build_report
 from reports.runs import load_runs
 
@@ -45,6 +46,8 @@ def runs_folder(
         checkpoint_every=4,
         mlflow=False,
         spot_share=0.75,
+        time_scale=30.0,
+        paced=False,
         forced_interruptions={"hybrid-01": [15.0], "hybrid-02": [15.0, 30.0], "spot-only-01": [15.0]},
     )
     run_matrix(settings, deployed_stack)
@@ -85,15 +88,28 @@ def test_tables_match_the_ledgers_and_charts_are_sane(runs_folder: Path, tmp_pat
     baseline = statistics.mean(costs["on-demand"])
     for config, values in costs.items():
         row = next(line for line in report.splitlines() if line.startswith(f"| {config} |"))
-        assert f"${statistics.mean(values):,.2f} (" in row
+        assert f"{money(statistics.mean(values))} (" in row
         if config != "on-demand":
             assert f"{(baseline - statistics.mean(values)) / baseline * 100:.1f}%" in row
+        # the second definition, each run against its own work at the on-demand price (MLflow's), beside it
+        own = [
+            ledger_totals(runs_folder / f"{config}-{i:02d}")["savings_pct"] for i in range(1, len(values) + 1)
+        ]
+        assert f"| {statistics.mean(own):.1f}% |" in row
         assert "100.00% (" in row  # every row exactly once in every run
     interruptions = sum(ledger_totals(runs_folder / f"hybrid-{i:02d}")["interruptions"] for i in (1, 2)) / 2
     assert f"| {interruptions:.1f} |" in next(
         line for line in report.splitlines() if line.startswith("| hybrid |")
     )
     assert "Recommended: **" in report and "Savings target (>= 60%)" in report
+    assert report.startswith("# spotbatch: on-demand, spot-only, hybrid and deadline compared")
+    # the model's prediction beside each configuration's measurement, from the matrix's expected.json
+    expected = json.loads((runs_folder / "expected.json").read_text())["predictions_with_overheads"]
+    section = report.split("## Measured against the model", 1)[1].split("\n## ", 1)[0]
+    for config in RUNS:
+        row = next(line for line in section.splitlines() if line.startswith(f"| {config} |"))
+        assert money(expected[config]["mean_cost_usd"]) in row and ("agrees" in row or "DISAGREES" in row)
+    assert "## Expected savings from first principles" in report and "(the price ceiling)" in report
     met = json.loads((runs_folder / "deadline-01" / "run.json").read_text())["deadline_met"]
 
     def cells(config: str) -> list[str]:
