@@ -114,6 +114,7 @@ bench: model  ## benchmarks: each prints a ratio against a baseline measured in 
 	$(BIN)/python -m bench.recovery
 	$(BIN)/python -m bench.scale
 	$(BIN)/python -m bench.policies
+	$(BIN)/python -m bench.simulate_load
 
 clean:
 	rm -rf build runs reports/out .mypy_cache .ruff_cache .pytest_cache

@@ -121,6 +121,61 @@ def print_sweep(windows: list[Window]) -> None:
         print(f"| {reserve:g} | " + " | ".join(cells) + " |")
 
 
+def sweep_results(windows: list[Window]) -> dict[tuple[float, int], list[RunResult]]:
+    """The `deadline` policy at every reserve of the sweep and every deadline, on every window."""
+    return {
+        (reserve, hours): run_study(
+            {"deadline": DeadlineAware(reserve_hours=reserve)}, job_for(hours), windows
+        )
+        for reserve in SWEEP_RESERVES
+        for hours in DEADLINE_HOURS
+    }
+
+
+def _zone(result: RunResult) -> str:
+    return result.window.source.split(" @ ")[0]
+
+
+def _score(results: list[RunResult]) -> tuple[float, float]:
+    """(mean cost / optimum, share of deadlines met) of the `deadline` policy's runs."""
+    mine = [r for r in results if r.policy == "deadline"]
+    ratio = sum(r.cost_usd / r.optimum_usd for r in mine) / len(mine)
+    return ratio, sum(r.outcome.deadline_met for r in mine) / len(mine)
+
+
+def tune(results: dict[tuple[float, int], list[RunResult]], zones: set[str]) -> float:
+    """The reserve a user would pick from these zones' traces: every deadline met at all three deadlines,
+    then the lowest mean cost / optimum over them."""
+
+    def loss(reserve: float) -> tuple[float, float]:
+        scores = [_score([r for r in results[(reserve, h)] if _zone(r) in zones]) for h in DEADLINE_HOURS]
+        return (-min(met for _, met in scores), sum(ratio for ratio, _ in scores))
+
+    return min(SWEEP_RESERVES, key=loss)
+
+
+def print_cross_validation(windows: list[Window]) -> None:
+    """Leave one zone out: tune the reserve on eight zones, score on the ninth; in-sample beside it."""
+    results = sweep_results(windows)
+    zones = sorted({_zone(r) for rs in results.values() for r in rs})
+    in_sample = tune(results, set(zones))
+    held_out: dict[int, list[RunResult]] = {h: [] for h in DEADLINE_HOURS}
+    picks = []
+    for zone in zones:
+        reserve = tune(results, set(zones) - {zone})
+        picks.append(f"{zone}: {reserve:g} h")
+        for hours in DEADLINE_HOURS:
+            held_out[hours] += [r for r in results[(reserve, hours)] if _zone(r) == zone]
+    print(f"`deadline` tuned on all zones (in-sample, reserve {in_sample:g} h) and leave-one-zone-out:")
+    print("| deadline | in-sample mean / optimum, met | cross-validated mean / optimum, met |")
+    print("|---|---|---|")
+    for hours in DEADLINE_HOURS:
+        ratio, met = _score(results[(in_sample, hours)])
+        cv_ratio, cv_met = _score(held_out[hours])
+        print(f"| {hours} h | {ratio:.3f}x, {met:.1%} | {cv_ratio:.3f}x, {cv_met:.1%} |")
+    print("reserves picked without the held-out zone: " + "; ".join(picks))
+
+
 def jobs_per_second(trace: AvailabilityTrace, policy: str, job: WhatIfJob, runs: int) -> float:
     rng = random.Random(1)
     chosen = policy_for(policy)
@@ -173,6 +228,8 @@ def main() -> None:
     windows = zone_windows(traces, args.offsets, args.seed)
     print_comparison(compare(windows))
     print(f"\ncomparison took {time.perf_counter() - started:.1f} s wall\n")
+    print_cross_validation(windows)
+    print()
     if args.sweep:
         print_sweep(windows)
         print()

@@ -1,0 +1,98 @@
+"""The same quick matrix on a quiet host and beside a CPU hog: paced instances cost the same either way.
+
+    python -m bench.simulate_load [--hogs 1] [--runs on-demand=2,spot-only=4,hybrid=4,deadline=4]
+
+Baseline: the matrix on this host as it is (run first). Then the same matrix, same seed, with `--hogs`
+processes spinning on the CPU at normal priority for its whole length. Per configuration: mean cost and
+job time both ways, the loaded/quiet ratio, and the runs marked distorted (workers that fell behind their
+instance type's pace). Goal (the honest simulator issue): every ratio within 5% of 1, and no run
+distorted unless the host truly could not keep up. Needs `make model` and `make data`; ~15 minutes here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from coordinator.commands.simulate import QUICK, parse_runs
+from coordinator.paths import default_dataset_path, default_model_dir
+from coordinator.sim.matrix import simulate
+from coordinator.sim.settings import SimulatedRun, SimulationSettings
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def matrix(out: Path, runs: dict[str, int], seed: int) -> list[SimulatedRun]:
+    settings = SimulationSettings(
+        out_dir=out,
+        model=default_model_dir(),
+        dataset=default_dataset_path(),
+        runs=runs,
+        rows=int(QUICK["rows"]),
+        segments=int(QUICK["segments"]),
+        seed=seed,
+        mlflow=False,
+    )
+    return simulate(settings)
+
+
+def summary(results: list[SimulatedRun]) -> dict[str, tuple[float, float, int]]:
+    by: dict[str, list[SimulatedRun]] = {}
+    for run in results:
+        by.setdefault(run.configuration, []).append(run)
+    return {
+        c: (
+            statistics.fmean(r.cost_usd for r in rs),
+            statistics.fmean(r.job_seconds for r in rs) / 60,
+            sum(bool(r.pace.get("distorted")) for r in rs),
+        )
+        for c, rs in by.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--hogs", type=int, default=1)
+    parser.add_argument(
+        "--runs", type=parse_runs, default=parse_runs("on-demand=2,spot-only=4,hybrid=4,deadline=4")
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="spotbatch-load-") as tmp:
+        started = time.monotonic()
+        # the same folder name both times: job and attempt ids, and so every seeded draw (boots, reclaims),
+        # are the same in both matrices; only the host differs
+        quiet = summary(matrix(Path(tmp) / "quiet" / "simulate-load", args.runs, args.seed))
+        quiet_seconds = time.monotonic() - started
+        hogs = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.hogs)]
+        for hog in hogs:
+            hog.start()
+        try:
+            started = time.monotonic()
+            loaded = summary(matrix(Path(tmp) / "loaded" / "simulate-load", args.runs, args.seed))
+            loaded_seconds = time.monotonic() - started
+        finally:
+            for hog in hogs:
+                hog.terminate()
+    print(f"quiet: {quiet_seconds:.0f} s wall; beside {args.hogs} CPU hog(s): {loaded_seconds:.0f} s wall")
+    print(
+        f"{'configuration':<14} {'cost quiet':>11} {'cost hog':>11} {'ratio':>6} {'min quiet':>10} "
+        f"{'min hog':>8} {'ratio':>6} {'distorted quiet/hog':>20}"
+    )
+    for config, (cost, minutes, distorted) in quiet.items():
+        cost_hog, minutes_hog, distorted_hog = loaded[config]
+        print(
+            f"{config:<14} {cost:11.4f} {cost_hog:11.4f} {cost_hog / cost:6.3f} {minutes:10.1f} "
+            f"{minutes_hog:8.1f} {minutes_hog / minutes:6.3f} {f'{distorted}/{distorted_hog}':>20}"
+        )
+
+
+if __name__ == "__main__":
+    main()
