@@ -44,6 +44,7 @@ class Pace:
         self._clock, self._sleep = clock, sleep
         self._start = ready_at if ready_at is not None else clock()
         self._behind = 0.0  # seconds the host added beyond the pace
+        self._late_start = 0.0  # of which: the worker was not ready by the end of its modelled launch
         self._planned = 0.0
 
     def until_ready(self, wait: Callable[[float], object]) -> None:
@@ -52,7 +53,7 @@ class Pace:
         if now < self._start:
             wait(self._start - now)
         else:
-            self._behind = now - self._start  # the host took longer to start the worker than the model
+            self._behind = self._late_start = now - self._start  # the host started it later than the model
 
     def after(self, rows: int) -> None:
         """Called after `rows` rows (since the start) are done: sleep until the pace allows the next batch."""
@@ -77,6 +78,7 @@ class Pace:
         return {
             "rows_per_second": self.rows_per_second,
             "lag_seconds": round(self._behind, 3),
+            "late_start_seconds": round(self._late_start, 3),
             "planned_seconds": round(self._planned, 3),
         }
 

@@ -21,6 +21,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from coordinator.sim.machine import RoleSession
+
 SHIP_EVERY_SECONDS = 2.0
 MAX_BATCH_EVENTS = 5_000  # under PutLogEvents' 10,000 events and 1 MiB per call for a worker's lines
 log = logging.getLogger(__name__)
@@ -81,3 +83,16 @@ class LogShipper(threading.Thread):
         if self.is_alive():
             self.join()
         self.ship()
+
+
+def shipper_for(request: dict[str, Any], role: RoleSession | None, path: Path) -> LogShipper | None:
+    """The `awslogs` driver of a `docker run` request, shipping with the instance role; None without."""
+    if request.get("log_driver") != "awslogs" or role is None:
+        return None
+    options = request.get("log_opts", {})
+    return LogShipper(
+        role.client("logs", options.get("awslogs-region")),
+        group=str(options["awslogs-group"]),
+        stream=str(options["awslogs-stream"]),
+        path=path,
+    )

@@ -16,6 +16,7 @@ Usage::
 from __future__ import annotations
 
 import http.client
+import re
 import threading
 import time
 import uuid
@@ -58,6 +59,7 @@ class FaultRule:
         return self.active()
 
 
+INSTANCE_ID = re.compile(r"<instanceId>(i-[0-9a-f]+)</instanceId>")
 HTML_500 = b"<!doctype html>\n<title>500 Internal Server Error</title>\n<h1>Internal Server Error</h1>\n"
 
 
@@ -76,6 +78,7 @@ class FaultProxy(LocalHttpServer):
         self.rules: list[FaultRule] = []
         self.injected: list[str] = []  # "Action: Code" of every error answered, in order
         self.latencies: dict[str, list[float]] = {}  # action -> wall seconds moto took, forwarded calls
+        self.launched: dict[str, float] = {}  # instance id -> wall time its RunInstances call answered
         self._lock = threading.Lock()
         super().__init__(name="fault-proxy", host=host)
 
@@ -98,10 +101,14 @@ class FaultProxy(LocalHttpServer):
                     return rule
         return None
 
-    def _timed(self, body: bytes, seconds: float) -> None:
+    def _timed(self, body: bytes, seconds: float, answer: bytes) -> None:
         action = parse_qs(body.decode("utf-8", "replace")).get("Action", ["?"])[0]
+        now = time.time()
         with self._lock:
             self.latencies.setdefault(action, []).append(seconds)
+            if action == "RunInstances":
+                for instance_id in INSTANCE_ID.findall(answer.decode("utf-8", "replace")):
+                    self.launched.setdefault(instance_id, now)
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         proxy = self
@@ -128,7 +135,7 @@ class FaultProxy(LocalHttpServer):
                     upstream.request(self.command, self.path, body=body or None, headers=headers)
                     reply = upstream.getresponse()
                     data = reply.read()
-                    proxy._timed(body, time.monotonic() - started)
+                    proxy._timed(body, time.monotonic() - started, data)
                     keep = [
                         (k, v)
                         for k, v in reply.getheaders()

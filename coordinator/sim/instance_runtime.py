@@ -2,22 +2,18 @@
 
 moto keeps instance records but runs nothing. This runtime watches them and plays each instance's machine:
 
-- an instance of the project that moto reports `running` boots: the runtime reads the instance's user-data
-  back from EC2 (`DescribeInstanceAttribute userData`: the launch template's rendered boot script) and runs
-  it under bash, with the stand-ins of `standins.py` first on its PATH (docker, shutdown, dnf), the
+- an instance of the project that moto reports `running` boots (in its own thread): the runtime reads its
+  user-data back from EC2 (`DescribeInstanceAttribute`: the launch template's rendered boot script) and
+  runs it under bash, the stand-ins of `standins.py` first on its PATH (docker, shutdown, dnf), the
   metadata service at `AWS_EC2_METADATA_SERVICE_ENDPOINT` serving its tags and its role's credentials;
-- the script's `docker pull` fetches the image's manifest from ECR with the instance role's credentials;
-  its `docker run` starts the worker process (`worker_boot.py`) with the container's environment, the
-  image's model path mapped to the model built here, its output shipped to CloudWatch Logs (`awslogs.py`);
-- `shutdown -h +N` powers the machine off N cloud minutes later, `shutdown -h now` at once: the instance
-  terminates (shutdown behaviour = terminate); an instance terminated by someone else (the coordinator,
-  the injector) loses its processes: SIGTERM, as an OS shutdown does, then SIGKILL after `kill_grace`.
+- `docker pull` fetches the image's manifest from ECR with the role's credentials; `docker run` starts the
+  worker (`worker_boot.py`) with the container's environment, output shipped to CloudWatch (`awslogs.py`);
+- `shutdown -h +N` (N cloud minutes; `now`) terminates the instance; an instance terminated by someone
+  else loses its processes: SIGTERM, as an OS shutdown does, then SIGKILL after `kill_grace`.
 
 Usage::
 
-    with InstanceRuntime(admin_target, MachineImage(files={IMAGE_MODEL_DIR: "build/models/x"}),
-                         imds=imds, log_dir=run_dir / "workers", clock=clock) as runtime:
-        ...                                  # the coordinator launches instances; machines boot
+    with InstanceRuntime(admin, image, imds=imds, log_dir=run_dir / "workers", clock=clock) as runtime:
         runtime.kill("i-0abc", hard=True)    # what the injector does at the end of a notice's grace
 """
 
@@ -41,21 +37,18 @@ from typing import Any
 from coordinator.job.clock import CloudClock
 from coordinator.job.instances import list_instances
 from coordinator.job.launch_contract import TAG_SEGMENT
-from coordinator.sim.awslogs import LogShipper
+from coordinator.sim.awslogs import shipper_for
 from coordinator.sim.host_agent import HostAgent, Reply
 from coordinator.sim.lifeline import popen_tied
 from coordinator.sim.machine import (
-    PACE_REPORT,
-    PACE_REPORT_ENV,
-    READY_AT_ENV,
     MachineImage,
     RoleSession,
     SimulatedInstance,
     container_env,
     pull_image,
+    script_env,
 )
 from coordinator.sim.metadata_server import MetadataServer
-from coordinator.sim.standins import MACHINE_ENV, SOCKET_ENV
 from coordinator.sim.standins import install as install_standins
 from coordinator.sim.worker_boot import BootMode, WorkerLauncher
 from coordinator.stack.target import AwsTarget
@@ -79,10 +72,13 @@ class InstanceRuntime:
         poll_every: float = POLL_SECONDS,
         job_id: str | None = None,
         launch_seconds: Callable[[dict[str, str]], float] | None = None,
+        launched_at: Callable[[str], float | None] | None = None,
     ) -> None:
-        """`launch_seconds(tags)`: cloud seconds from launch to the first row of the instance with these
-        tags (a draw of the boot model); its worker is paced to start then. None: as soon as it can."""
-        self.launch_seconds = launch_seconds
+        """`launch_seconds(tags)`: cloud seconds from the launch call to the first row of the instance with
+        these tags (a draw of the boot model); its worker is held until then, counted from
+        `launched_at(instance_id)` (wall time of the call's answer; else when this runtime saw it), so the
+        runtime's own delays are inside the modelled boot. None: the worker starts as soon as it can."""
+        self.launch_seconds, self.launched_at = launch_seconds, launched_at
         self.target, self.image, self.imds, self.log_dir, self.clock = target, image, imds, log_dir, clock
         self.kill_grace, self.poll_every, self.job_id = kill_grace, poll_every, job_id
         self.ec2 = target.client("ec2")
@@ -156,14 +152,31 @@ class InstanceRuntime:
             with self.lock:
                 known = self.instances.get(instance_id)
             if known is None and info.state == "running":  # EC2 boots whatever was launched
-                self._boot(instance_id, info.tags)
+                self._start(instance_id, info.tags)
             elif known is not None and not known.gone and not info.alive:
                 threading.Thread(target=self._power_off, args=(known, False), daemon=True).start()
 
-    def _boot(self, instance_id: str, tags: dict[str, str]) -> None:
+    def _start(self, instance_id: str, tags: dict[str, str]) -> None:
+        """Known at once (never booted twice), booted in its own thread: machines boot side by side."""
+        instance = SimulatedInstance(instance_id, tags, time.time(), None)
+        if self.launch_seconds is not None:
+            launched = self.launched_at(instance_id) if self.launched_at else None
+            start = launched or instance.booted_at
+            instance.ready_at = start + self.clock.wall(self.launch_seconds(tags))
+        with self.lock:
+            self.instances[instance_id] = instance
+        threading.Thread(target=self._boot_safely, args=(instance,), daemon=True).start()
+
+    def _boot_safely(self, instance: SimulatedInstance) -> None:
+        try:  # a moto hiccup leaves the machine down: the coordinator sees a boot that never beats
+            self._boot(instance, instance.instance_id, instance.tags)
+        except Exception as error:
+            self.errors.append(f"boot {instance.instance_id}: {type(error).__name__}: {error}")
+
+    def _boot(self, instance: SimulatedInstance, instance_id: str, tags: dict[str, str]) -> None:
         attribute = self.ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
         script = base64.b64decode(attribute.get("UserData", {}).get("Value", "")).decode("utf-8")
-        role = RoleSession.of_instance(self.target, self.ec2, instance_id)
+        role = instance.role = RoleSession.of_instance(self.target, self.ec2, instance_id)
         self.imds.register(
             instance_id,
             tags,
@@ -173,21 +186,17 @@ class InstanceRuntime:
         home = self.log_dir / "machines" / instance_id
         home.mkdir(parents=True, exist_ok=True)
         (home / "user-data.sh").write_text(script, encoding="utf-8")
-        env = {
-            "PATH": f"{self._home / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-            "HOME": str(home),
-            "LANG": "C.UTF-8",
-            "AWS_EC2_METADATA_SERVICE_ENDPOINT": self.imds.endpoint_for(instance_id),
-            SOCKET_ENV: str(self._agent.path),
-            MACHINE_ENV: instance_id,
-            **({"AWS_ENDPOINT_URL": self.target.endpoint} if self.target.endpoint else {}),
-        }
-        instance = SimulatedInstance(instance_id, tags, time.time(), role)
-        if self.launch_seconds is not None:
-            instance.ready_at = instance.booted_at + self.clock.wall(self.launch_seconds(tags))
-        with self.lock:
-            self.instances[instance_id] = instance
-        with open(home / "cloud-init-output.log", "ab") as output:
+        env = script_env(
+            self._home / "bin",
+            home,
+            imds=self.imds.endpoint_for(instance_id),
+            agent=self._agent.path,
+            machine=instance_id,
+            endpoint=self.target.endpoint,
+        )
+        with self.lock, open(home / "cloud-init-output.log", "ab") as output:
+            if instance.gone:  # terminated while it booted
+                return
             instance.script = popen_tied(
                 ["bash", str(home / "user-data.sh")],
                 env=env,
@@ -196,7 +205,6 @@ class InstanceRuntime:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )
-        log.debug("booted %s for %s", instance_id, tags.get(TAG_SEGMENT))
 
     # -- what the stand-ins ask (host agent threads) ---------------------------------------------------------
 
@@ -222,22 +230,14 @@ class InstanceRuntime:
             self.pull(machine, image)
         segment = instance.tags.get(TAG_SEGMENT, "segment")
         log_path = self.log_dir / f"{segment}.{machine}.log"
-        shipper = None
-        if request.get("log_driver") == "awslogs" and instance.role is not None:
-            options = request.get("log_opts", {})
-            shipper = LogShipper(
-                instance.role.client("logs", options.get("awslogs-region")),
-                group=str(options["awslogs-group"]),
-                stream=str(options["awslogs-stream"]),
-                path=log_path,
-            )
+        shipper = shipper_for(request, instance.role, log_path)
         with self.lock:  # a machine powered off meanwhile must not get a worker nobody stops
             if instance.gone:
                 raise RuntimeError(f"machine {machine} powered off")
             home = self.log_dir / "machines" / machine
-            env = container_env(self.image, request, home=str(home), hostname=machine)
-            if instance.ready_at is not None:
-                env |= {READY_AT_ENV: f"{instance.ready_at:.3f}", PACE_REPORT_ENV: str(home / PACE_REPORT)}
+            env = container_env(
+                self.image, request, home=str(home), hostname=machine, ready_at=instance.ready_at
+            )
             worker = self.launcher.start(env, log_path)
             instance.worker = worker
         started({"status": f"started {worker.pid}"})

@@ -22,9 +22,11 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coordinator.sim.image import IMAGE_ENV, MANIFEST_TYPE
+from coordinator.sim.standins import MACHINE_ENV, SOCKET_ENV
 from coordinator.stack.target import AwsTarget
 
 if TYPE_CHECKING:
@@ -53,7 +55,7 @@ def _mapped(value: str, files: dict[str, str]) -> str:
 
 
 def container_env(
-    image: MachineImage, request: dict[str, Any], *, home: str, hostname: str
+    image: MachineImage, request: dict[str, Any], *, home: str, hostname: str, ready_at: float | None = None
 ) -> dict[str, str]:
     """The worker's environment: what Docker sets (PATH, HOME, HOSTNAME), the image's ENV, then the `-e`
     values; nothing else of this host's (no credentials: the worker finds the role's through the
@@ -64,7 +66,8 @@ def container_env(
         "HOME": home,
         "HOSTNAME": hostname,
     }
-    return {**docker, **IMAGE_ENV, THREADS_ENV: str(image.threads), **given, **image.extra_env}
+    paced = {READY_AT_ENV: f"{ready_at:.3f}", PACE_REPORT_ENV: f"{home}/{PACE_REPORT}"} if ready_at else {}
+    return {**docker, **IMAGE_ENV, THREADS_ENV: str(image.threads), **given, **image.extra_env, **paced}
 
 
 @dataclass(slots=True)
@@ -82,6 +85,21 @@ class SimulatedInstance:
     shutdowns: list[float] = field(default_factory=list)  # `shutdown` calls, minutes from then (0: now)
     gone: bool = False
     ready_at: float | None = None  # wall clock: the end of its modelled launch, when its worker may start
+
+
+def script_env(
+    bin_dir: Path, home: Path, *, imds: str, agent: Path, machine: str, endpoint: str | None
+) -> dict[str, str]:
+    """The boot script's environment: the stand-ins first on PATH, the metadata service, the host agent."""
+    return {
+        "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "AWS_EC2_METADATA_SERVICE_ENDPOINT": imds,
+        SOCKET_ENV: str(agent),
+        MACHINE_ENV: machine,
+        **({"AWS_ENDPOINT_URL": endpoint} if endpoint else {}),
+    }
 
 
 class RoleSession:

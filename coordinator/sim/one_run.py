@@ -130,6 +130,7 @@ def one_run(
     mlflow_run_id = _log_to_mlflow(settings, result, config)
     lab.proxy.injected.clear()
     lab.proxy.latencies.clear()
+    lab.proxy.launched.clear()
     return SimulatedRun(name, config, result, len(injector.records), pace, mlflow_run_id)
 
 
@@ -149,6 +150,7 @@ def _runtime(lab: Lab, run_dir: Path, clock: CloudClock, job_id: str) -> Instanc
         boot=settings.boot,
         job_id=job_id,
         launch_seconds=_launch_draw(settings) if settings.paced else None,
+        launched_at=lab.proxy.launched.get,  # the launch call's answer: a boot counts from there
     )
 
 

@@ -24,7 +24,7 @@ from coordinator.sim.settings import DISTORTION_SHARE
 
 
 def pace_summary(run_dir: Path) -> dict[str, Any]:
-    lag = planned = worst = 0.0
+    lag = planned = worst = late = 0.0
     workers = 0
     for report in sorted((run_dir / "workers" / "machines").glob(f"*/{PACE_REPORT}")):
         try:
@@ -33,6 +33,7 @@ def pace_summary(run_dir: Path) -> dict[str, Any]:
             continue  # a worker killed while writing: its last whole report was replaced, never torn
         workers += 1
         lag += float(entry["lag_seconds"])
+        late = max(late, float(entry.get("late_start_seconds", 0.0)))
         planned += float(entry["planned_seconds"])
         if entry["planned_seconds"]:
             worst = max(worst, float(entry["lag_seconds"]) / float(entry["planned_seconds"]))
@@ -41,6 +42,7 @@ def pace_summary(run_dir: Path) -> dict[str, Any]:
         "workers": workers,
         "lag_share": round(share, 4),
         "worst_worker_lag_share": round(worst, 4),
+        "latest_start_wall_seconds": round(late, 3),  # a worker not ready by its modelled launch's end
         "distorted": share > DISTORTION_SHARE,
         "threshold": DISTORTION_SHARE,
     }

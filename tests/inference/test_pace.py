@@ -68,6 +68,7 @@ def test_the_first_row_waits_for_the_modelled_launch_and_a_late_start_is_lag(tmp
     assert json.loads((tmp_path / "pace.json").read_text()) == {
         "rows_per_second": 100.0,
         "lag_seconds": 1.0,
+        "late_start_seconds": 1.0,
         "planned_seconds": 0.5,
     }
 
