@@ -20,16 +20,14 @@ Usage::
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -47,6 +45,7 @@ from coordinator.sim.machine import (
     container_env,
     pull_image,
     script_env,
+    stop_processes,
 )
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.standins import install as install_standins
@@ -74,10 +73,8 @@ class InstanceRuntime:
         launch_seconds: Callable[[dict[str, str]], float] | None = None,
         launched_at: Callable[[str], float | None] | None = None,
     ) -> None:
-        """`launch_seconds(tags)`: cloud seconds from the launch call to the first row of the instance with
-        these tags (a draw of the boot model); its worker is held until then, counted from
-        `launched_at(instance_id)` (wall time of the call's answer; else when this runtime saw it), so the
-        runtime's own delays are inside the modelled boot. None: the worker starts as soon as it can."""
+        """`launch_seconds(tags)`: the drawn launch (cloud s); the worker is held that long after the launch
+        call's answer (`launched_at(id)`, wall; else when seen here). None: it starts as soon as it can."""
         self.launch_seconds, self.launched_at = launch_seconds, launched_at
         self.target, self.image, self.imds, self.log_dir, self.clock = target, image, imds, log_dir, clock
         self.kill_grace, self.poll_every, self.job_id = kill_grace, poll_every, job_id
@@ -90,6 +87,7 @@ class InstanceRuntime:
         self._thread = threading.Thread(target=self._loop, name="instance-runtime", daemon=True)
         self._home = Path(tempfile.mkdtemp(prefix="spotbatch-sim-"))  # short: a unix socket path is < 108
         self._agent = HostAgent(self._home / "agent.sock", self)
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="machine-spawner")
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -110,6 +108,7 @@ class InstanceRuntime:
         for instance in up:
             self._power_off(instance, hard=False)
         self._agent.__exit__(None, None, None)
+        self._spawner.shutdown(wait=True)
         self.errors += self._agent.errors
         shutil.rmtree(self._home, ignore_errors=True)
 
@@ -160,9 +159,8 @@ class InstanceRuntime:
         """Known at once (never booted twice), booted in its own thread: machines boot side by side."""
         instance = SimulatedInstance(instance_id, tags, time.time(), None)
         if self.launch_seconds is not None:
-            launched = self.launched_at(instance_id) if self.launched_at else None
-            start = launched or instance.booted_at
-            instance.ready_at = start + self.clock.wall(self.launch_seconds(tags))
+            launched = (self.launched_at(instance_id) if self.launched_at else None) or instance.booted_at
+            instance.ready_at = launched + self.clock.wall(self.launch_seconds(tags))
         with self.lock:
             self.instances[instance_id] = instance
         threading.Thread(target=self._boot_safely, args=(instance,), daemon=True).start()
@@ -194,17 +192,20 @@ class InstanceRuntime:
             machine=instance_id,
             endpoint=self.target.endpoint,
         )
+        # started from the one long-lived spawner thread: a tied child dies with the thread that started it
+        self._spawner.submit(self._spawn, instance, home, env).result()
+
+    def _spawn(self, instance: SimulatedInstance, home: Path, env: dict[str, str]) -> None:
         with self.lock, open(home / "cloud-init-output.log", "ab") as output:
-            if instance.gone:  # terminated while it booted
-                return
-            instance.script = popen_tied(
-                ["bash", str(home / "user-data.sh")],
-                env=env,
-                cwd=home,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
+            if not instance.gone:  # not terminated while it booted
+                instance.script = popen_tied(
+                    ["bash", str(home / "user-data.sh")],
+                    env=env,
+                    cwd=home,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
 
     # -- what the stand-ins ask (host agent threads) ---------------------------------------------------------
 
@@ -283,18 +284,4 @@ class InstanceRuntime:
             if instance.gone:
                 return
             instance.gone = True
-        if instance.power_off is not None:
-            instance.power_off.cancel()
-        worker = instance.worker
-        if worker is not None and worker.exit_code() is None:
-            worker.signal(signal.SIGKILL if hard else signal.SIGTERM)
-            instance.killed = "SIGKILL" if hard else "SIGTERM"
-            if not hard and worker.wait(self.kill_grace) is None:
-                worker.signal(signal.SIGKILL)
-                instance.killed = "SIGKILL"
-            code = worker.wait(self.kill_grace)
-            instance.exit_code = code if code is not None else -9
-        if instance.script is not None and instance.script.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(instance.script.pid, signal.SIGKILL)
-            instance.script.wait(self.kill_grace)
+        stop_processes(instance, hard=hard, grace=self.kill_grace)

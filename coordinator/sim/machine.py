@@ -17,7 +17,9 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -85,6 +87,26 @@ class SimulatedInstance:
     shutdowns: list[float] = field(default_factory=list)  # `shutdown` calls, minutes from then (0: now)
     gone: bool = False
     ready_at: float | None = None  # wall clock: the end of its modelled launch, when its worker may start
+
+
+def stop_processes(instance: SimulatedInstance, *, hard: bool, grace: float) -> None:
+    """A machine powered off: its worker gets SIGKILL (`hard`) or SIGTERM then SIGKILL after `grace`; its
+    boot script's process group is killed."""
+    if instance.power_off is not None:
+        instance.power_off.cancel()
+    worker = instance.worker
+    if worker is not None and worker.exit_code() is None:
+        worker.signal(signal.SIGKILL if hard else signal.SIGTERM)
+        instance.killed = "SIGKILL" if hard else "SIGTERM"
+        if not hard and worker.wait(grace) is None:
+            worker.signal(signal.SIGKILL)
+            instance.killed = "SIGKILL"
+        code = worker.wait(grace)
+        instance.exit_code = code if code is not None else -9
+    if instance.script is not None and instance.script.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(instance.script.pid, signal.SIGKILL)
+        instance.script.wait(grace)
 
 
 def script_env(
