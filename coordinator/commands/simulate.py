@@ -59,7 +59,7 @@ def add_parser(commands: Subcommands) -> None:
         "--segments", type=int, default=None, help=f"instances per run (default {FULL['segments']})"
     )
     sim.add_argument(
-        "--time-scale", type=float, default=20.0, help="cloud seconds per wall second (default 20)"
+        "--time-scale", type=float, default=15.0, help="cloud seconds per wall second (default 15)"
     )
     sim.add_argument(
         "--interruption-probability", type=float, default=0.3, help="per interval, per spot instance"

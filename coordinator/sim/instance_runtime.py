@@ -78,7 +78,7 @@ class InstanceRuntime:
         self.launch_seconds, self.launched_at = launch_seconds, launched_at
         self.target, self.image, self.imds, self.log_dir, self.clock = target, image, imds, log_dir, clock
         self.kill_grace, self.poll_every, self.job_id = kill_grace, poll_every, job_id
-        self.ec2 = target.client("ec2")
+        self.ec2, self.iam, self.sts = target.client("ec2"), target.client("iam"), target.client("sts")
         self.launcher = WorkerLauncher(boot)
         self.instances: dict[str, SimulatedInstance] = {}
         self.lock = threading.RLock()
@@ -174,7 +174,8 @@ class InstanceRuntime:
     def _boot(self, instance: SimulatedInstance, instance_id: str, tags: dict[str, str]) -> None:
         attribute = self.ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
         script = base64.b64decode(attribute.get("UserData", {}).get("Value", "")).decode("utf-8")
-        role = instance.role = RoleSession.of_instance(self.target, self.ec2, instance_id)
+        role = RoleSession.of_instance(self.target, self.ec2, instance_id, iam=self.iam, sts=self.sts)
+        instance.role = role
         self.imds.register(
             instance_id,
             tags,

@@ -125,46 +125,72 @@ def script_env(
 
 
 class RoleSession:
-    def __init__(self, target: AwsTarget, role_arn: str, session_name: str) -> None:
+    """`sts`, `iam`: the simulator's own clients, made once per runtime (a boto3 client costs 10-70 ms of
+    CPU, and ten machines booting at once ask for several each)."""
+
+    def __init__(self, target: AwsTarget, role_arn: str, session_name: str, sts: Any = None) -> None:
         self.target, self.arn, self.session_name = target, role_arn, session_name
         self.name = role_arn.rsplit("/", 1)[-1]
+        self._sts = sts
         self._cached: dict[str, Any] = {}
+        self._clients: dict[tuple[str, str, str], Any] = {}
         self._lock = threading.Lock()
 
     @classmethod
-    def of_instance(cls, target: AwsTarget, ec2: Any, instance_id: str) -> RoleSession | None:
+    def of_instance(
+        cls, target: AwsTarget, ec2: Any, instance_id: str, *, iam: Any = None, sts: Any = None
+    ) -> RoleSession | None:
         described = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
         profile = described.get("IamInstanceProfile", {}).get("Arn")
         if not profile:
             return None
         name = profile.rsplit("/", 1)[-1]
-        roles = target.client("iam").get_instance_profile(InstanceProfileName=name)["InstanceProfile"][
-            "Roles"
-        ]
-        return cls(target, str(roles[0]["Arn"]), instance_id) if roles else None
+        iam = iam or target.client("iam")
+        roles = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]["Roles"]
+        return cls(target, str(roles[0]["Arn"]), instance_id, sts=sts) if roles else None
 
     def credentials(self) -> dict[str, Any]:
         """STS credentials of the role (AccessKeyId, SecretAccessKey, SessionToken, Expiration)."""
         with self._lock:
             expiration = self._cached.get("Expiration")
             if expiration is None or expiration - datetime.now(UTC) < REFRESH_BEFORE:
-                answer = self.target.client("sts").assume_role(
+                sts = self._sts or self.target.client("sts")
+                answer = sts.assume_role(
                     RoleArn=self.arn, RoleSessionName=self.session_name, DurationSeconds=3600
                 )
                 self._cached = dict(answer["Credentials"])
             return dict(self._cached)
 
     def client(self, service: str, region: str | None = None) -> Any:
-        import boto3
-
+        """A client with the role's current credentials, made once per credentials, service and region."""
         creds = self.credentials()
-        session: Any = boto3.session.Session(
-            aws_access_key_id=creds["AccessKeyId"],
-            aws_secret_access_key=creds["SecretAccessKey"],
-            aws_session_token=creds["SessionToken"],
-            region_name=region or self.target.region,
-        )
-        return session.client(service, endpoint_url=self.target.endpoint)
+        key = (service, region or self.target.region, str(creds["AccessKeyId"]))
+        with self._lock:
+            if key not in self._clients:
+                self._clients[key] = _shared_session().client(
+                    service,
+                    region_name=key[1],
+                    endpoint_url=self.target.endpoint,
+                    aws_access_key_id=creds["AccessKeyId"],
+                    aws_secret_access_key=creds["SecretAccessKey"],
+                    aws_session_token=creds["SessionToken"],
+                )
+            return self._clients[key]
+
+
+_SESSION: list[Any] = []
+_SESSION_LOCK = threading.Lock()
+
+
+def _shared_session() -> Any:
+    """One boto3 session for every role's clients (its loaded service models are what is slow to make);
+    the credentials are each client's own."""
+    import boto3
+
+    with _SESSION_LOCK:
+        if not _SESSION:
+            _SESSION.append(boto3.session.Session())
+        return _SESSION[0]
 
 
 def pull_image(role: RoleSession, image: str) -> str:

@@ -28,10 +28,10 @@ DATASET_KEY = dataset_key("sentences.parquet")
 # Wall-clock settings of a simulated run, chosen for 10 workers sharing 2 cores (see README, "make simulate")
 # Every poll is a request to moto or the metadata server, and those share the 2 cores with the workers:
 # polling 2-3x faster than this cost about a third of the CPU in a trial (53 s instead of ~30 s per run).
-CYCLE_SECONDS = 0.5  # the coordinator looks twice a wall second: every 10 cloud seconds at scale 20
-HEARTBEAT_EVERY = 1.0  # wall: a beat every 20 cloud seconds at scale 20
+CYCLE_SECONDS = 0.5  # the coordinator looks twice a wall second: every 7.5 cloud seconds at scale 15
+HEARTBEAT_EVERY = 1.0  # wall: a beat every 15 cloud seconds at scale 15
 NOTICE_POLL_EVERY = 0.5  # wall: a notice is seen within 15 cloud seconds of its 120
-HEARTBEAT_TIMEOUT = 8.0  # wall: 8 missed beats (160 cloud seconds at scale 20)
+HEARTBEAT_TIMEOUT = 8.0  # wall: 8 missed beats (2 cloud minutes at scale 15)
 BOOT_TIMEOUT = 60.0  # wall: a forked worker heartbeats within 1-5 s even on a loaded machine
 # the share of its planned time a run's workers may fall behind their pace before the run is marked distorted
 DISTORTION_SHARE = 0.03
@@ -51,9 +51,10 @@ class SimulationSettings:
     instance_type: str = DEFAULT_INSTANCE_TYPE  # the stack's; priced from the table in the emulator's region
     rows: int = 6_000
     segments: int = 10
-    # a 2-minute notice is 6 wall seconds, a 90-second modelled launch 4.5: the emulated machine's own boot
-    # (user-data, pull, fork, segment read, model load; 1-3 wall s with ten at once) fits inside it
-    time_scale: float = 20.0
+    # a 2-minute notice is 8 wall seconds, the modelled launch (117 s on average) 7.8: the emulated
+    # machine's own boot (user-data, stand-ins, pull, fork, segment read, model load) takes 4-9 wall s
+    # when ten boot at once on 2 cores, and must fit inside it
+    time_scale: float = 15.0
     interruption_probability: float = 0.3
     interruption_interval: float = 300.0  # cloud seconds
     trace: Path | None = None  # replay this availability trace instead of the random model
@@ -64,8 +65,8 @@ class SimulationSettings:
     batch_size: int = 32
     checkpoint_every: int = 20  # batches: 640 rows
     # each simulated row stands for this many rows of the job: the 6,000 sample rows are inferred for real,
-    # and the job they stand for is 3,000,000 sentences: 10 cloud minutes per segment at c7i.xlarge speed
-    row_weight: int = 500
+    # and the job they stand for is 2,400,000 sentences: 8 cloud minutes per segment at c7i.xlarge speed
+    row_weight: int = 400
     boot_model: BootModel = DEFAULT_BOOT_MODEL
     # False (tests of other behaviour): workers run as fast as the host lets them and start at once, and the
     # run's cost measures this host; every `spotbatch simulate` run is paced

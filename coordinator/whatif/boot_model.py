@@ -13,11 +13,12 @@ policy can plan for the worst case. Where the figures come from:
   pending to running 16.4-16.6 s, 25.8 s from the call to SSH.
 - `os_boot`: `running` to a usable system (sshd up; here: the ECS-optimized AMI's Docker daemon and
   cloud-init running the user-data). Percival 2021: 17.2 s to the port answering, 5.6 s more to sshd on the
-  Linux AMIs; brevdev: 3.2 s from boot to SSH on a minimal image.
+  Linux AMIs; brevdev: 3.2 s from boot to SSH on a minimal image; the ECS-optimized AMI also starts the
+  Docker daemon and the ECS agent, hence the longer tail.
 - `image_pull`: `docker pull` of the worker image from ECR in the region. elasticscale.com, "Reduce AWS
   Fargate pull times with SOCI" (2024-04-10): a 413 MB image took 53-62 s (mean 57 s) from task creation
-  to start on Fargate, which caches nothing, as a fresh instance does not. The CPU worker image (ONNX
-  Runtime, tokenizers, the model) is of that order.
+  to start on Fargate, which caches nothing, as a fresh instance does not. The CPU worker image (Python,
+  ONNX Runtime, tokenizers, pyarrow, boto3 and the model) is about twice that size: 40-120 s.
 - `model_load`: the worker reading its segment and loading the model: measured here, 0.2 s wall for the
   ONNX export of MiniLM on one core (`load_classifier`), 1-2 s with the segment's read and plan.
 
@@ -28,8 +29,8 @@ separate entry per market is there for a user who measures otherwise).
 Usage::
 
     model = DEFAULT_BOOT_MODEL
-    model.draw("spot", random.Random("0/attempt-3"))    # 87.4: cloud seconds from launch to first row
-    model.mean("on-demand"), model.worst("spot")          # 84.1, 139.0
+    model.draw("spot", random.Random("0/attempt-3"))    # cloud seconds from launch to first row
+    model.mean("on-demand"), model.worst("spot")          # 117.0, 189.0
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ class Phase:
 
 LAUNCH_PHASES = (
     Phase("pending", 4.0, 10.0, 20.0),
-    Phase("os_boot", 5.0, 20.0, 35.0),
-    Phase("image_pull", 35.0, 55.0, 80.0),
+    Phase("os_boot", 10.0, 25.0, 45.0),
+    Phase("image_pull", 40.0, 70.0, 120.0),
     Phase("model_load", 1.0, 2.0, 4.0),
 )
 
