@@ -65,8 +65,8 @@ class SimulationSettings:
     batch_size: int = 32
     checkpoint_every: int = 20  # batches: 640 rows
     # each simulated row stands for this many rows of the job: the 6,000 sample rows are inferred for real,
-    # and the job they stand for is 2,400,000 sentences: 8 cloud minutes per segment at c7i.xlarge speed
-    row_weight: int = 400
+    # and the job they stand for is 2,100,000 sentences: 7 cloud minutes per segment at c7i.xlarge speed
+    row_weight: int = 350
     boot_model: BootModel = DEFAULT_BOOT_MODEL
     # False (tests of other behaviour): workers run as fast as the host lets them and start at once, and the
     # run's cost measures this host; every `spotbatch simulate` run is paced
@@ -85,7 +85,10 @@ class SimulationSettings:
     cycle_seconds: float = CYCLE_SECONDS  # the coordinator's look interval (wall)
     # the deadline configuration's deadline: this many times the mean on-demand job time of the same matrix
     # (measured first, so it follows the machine's speed), or a fixed number of cloud seconds
-    deadline_factor: float = 1.5
+    # 2: at 1.5 the deadline sat on the policy's first decision (a whole segment, the worst boot twice and
+    # a reclaim's margin only just fit), so a few seconds of the host's start-up flipped every segment of a
+    # run to on-demand (measured: deadline runs cost $0.14 or $0.32 by that alone)
+    deadline_factor: float = 2.0
     deadline_seconds: float | None = None
     deadline_reserve_hours: float = DEFAULT_RESERVE_HOURS
 
