@@ -1,6 +1,6 @@
 """The same quick matrix on a quiet host and beside a CPU hog: paced instances cost the same either way.
 
-    python -m bench.simulate_load [--hogs 1] [--runs on-demand=2,spot-only=4,hybrid=4,deadline=4]
+    python -m bench.simulate_load [--hogs 1] [--runs on-demand=1,spot-only=3,hybrid=3,deadline=3]
 
 Baseline: the matrix on this host as it is (run first). Then the same matrix, same seed, with `--hogs`
 processes spinning on the CPU at normal priority for its whole length. Per configuration: mean cost and
@@ -12,6 +12,7 @@ distorted unless the host truly could not keep up. Needs `make model` and `make 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import statistics
 import tempfile
@@ -43,7 +44,7 @@ def matrix(out: Path, runs: dict[str, int], seed: int) -> list[SimulatedRun]:
     return simulate(settings)
 
 
-def summary(results: list[SimulatedRun]) -> dict[str, tuple[float, float, int]]:
+def summary(results: list[SimulatedRun]) -> dict[str, tuple[float, float, int, str]]:
     by: dict[str, list[SimulatedRun]] = {}
     for run in results:
         by.setdefault(run.configuration, []).append(run)
@@ -52,16 +53,23 @@ def summary(results: list[SimulatedRun]) -> dict[str, tuple[float, float, int]]:
             statistics.fmean(r.cost_usd for r in rs),
             statistics.fmean(r.job_seconds for r in rs) / 60,
             sum(bool(r.pace.get("distorted")) for r in rs),
+            _deadlines(rs),
         )
         for c, rs in by.items()
     }
+
+
+def _deadlines(runs: list[SimulatedRun]) -> str:
+    verdicts = [json.loads((r.result.run_dir / "run.json").read_text()).get("deadline_met") for r in runs]
+    had = [v for v in verdicts if v is not None]
+    return f"{sum(had)}/{len(had)}" if had else "-"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--hogs", type=int, default=1)
     parser.add_argument(
-        "--runs", type=parse_runs, default=parse_runs("on-demand=2,spot-only=4,hybrid=4,deadline=4")
+        "--runs", type=parse_runs, default=parse_runs("on-demand=1,spot-only=3,hybrid=3,deadline=3")
     )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -84,13 +92,14 @@ def main() -> None:
     print(f"quiet: {quiet_seconds:.0f} s wall; beside {args.hogs} CPU hog(s): {loaded_seconds:.0f} s wall")
     print(
         f"{'configuration':<14} {'cost quiet':>11} {'cost hog':>11} {'ratio':>6} {'min quiet':>10} "
-        f"{'min hog':>8} {'ratio':>6} {'distorted quiet/hog':>20}"
+        f"{'min hog':>8} {'ratio':>6} {'distorted quiet/hog':>20} {'deadlines quiet/hog':>20}"
     )
-    for config, (cost, minutes, distorted) in quiet.items():
-        cost_hog, minutes_hog, distorted_hog = loaded[config]
+    for config, (cost, minutes, distorted, met) in quiet.items():
+        cost_hog, minutes_hog, distorted_hog, met_hog = loaded[config]
         print(
             f"{config:<14} {cost:11.4f} {cost_hog:11.4f} {cost_hog / cost:6.3f} {minutes:10.1f} "
-            f"{minutes_hog:8.1f} {minutes_hog / minutes:6.3f} {f'{distorted}/{distorted_hog}':>20}"
+            f"{minutes_hog:8.1f} {minutes_hog / minutes:6.3f} {f'{distorted}/{distorted_hog}':>20} "
+            f"{f'{met} / {met_hog}':>20}"
         )
 
 

@@ -159,6 +159,7 @@ def print_results(results: list[SimulatedRun], seconds: float, out: Path) -> Non
         f"deadline {expected.get('deadline_seconds', 0) / 60:.1f} cloud min for every deadline run",
         flush=True,
     )
+    print(emulator_speed(results), flush=True)
     failed = [r.name for r in results if not r.result.outcome.succeeded]
     distorted = [r.name for r in results if r.pace.get("distorted")]
     print(
@@ -205,3 +206,20 @@ def summary_table(results: list[SimulatedRun], predictions: dict[str, dict[str, 
             f"{rows}/{wanted} | {deadlines} | {sum(bool(r.pace.get('distorted')) for r in runs)} |"
         )
     return "\n".join(lines)
+
+
+def emulator_speed(results: list[SimulatedRun]) -> str:
+    """moto's RunInstances latency in a matrix's first and last runs (it keeps every instance it made)."""
+
+    def median_ms(run: SimulatedRun) -> str:
+        record = json.loads((run.result.run_dir / "run.json").read_text())
+        latency = record.get("emulator_latency", {}).get("RunInstances")
+        return f"{latency['median_ms']:.0f} ms" if latency else "n/a"
+
+    if not results:
+        return "emulator: no runs"
+    first, last = results[0], results[-1]
+    return (
+        f"emulator RunInstances median: {median_ms(first)} in the first run ({first.name}), "
+        f"{median_ms(last)} in the last ({last.name}); boots count from the launch call's answer"
+    )
