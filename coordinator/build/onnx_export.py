@@ -20,9 +20,11 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+import tempfile
 import time
 import warnings
 from dataclasses import asdict, dataclass
@@ -183,8 +185,11 @@ def export_onnx(
     (out / ONNX_MANIFEST).unlink(missing_ok=True)  # no worker may pick a half-written export
     fp32, int8 = out / ONNX_FILES["onnx"], out / ONNX_FILES["onnx-int8"]
     config = _export(model_dir, out / "model.raw.onnx")
-    _fuse(out / "model.raw.onnx", fp32, config)
-    _quantize(fp32, int8)
+    # ONNX Runtime's shape inference saves a failed attempt (a 60 MB model) to the working directory: give
+    # it a scratch one, so nothing lands in the user's folder or the repository
+    with tempfile.TemporaryDirectory(prefix="onnx-scratch-") as scratch, contextlib.chdir(scratch):
+        _fuse((out / "model.raw.onnx").resolve(), fp32.resolve(), config)
+        _quantize(fp32.resolve(), int8.resolve())
     reference = _predict_all(load_classifier(str(model_dir), backend="torch", threads=threads), texts)
     checks = {}
     for backend, file in ONNX_FILES.items():

@@ -13,6 +13,7 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import statistics
@@ -109,9 +110,10 @@ def measured_overheads(runs: list[SimulatedRun]) -> Overheads:
 
 def model_deadline(settings: SimulationSettings, spec_for: SpecFor) -> float:
     """The deadline configuration's deadline: `deadline_factor` x the modelled mean on-demand job time
-    (the same for every round: it does not follow the live runs), or the fixed one."""
+    (the same for every round: it does not follow the live runs), or the fixed one. On-demand is never
+    interrupted, so a replayed trace does not change it."""
     if settings.deadline_seconds is not None:
         return settings.deadline_seconds
-    setup = live_setup(settings, spec_for("on-demand", None))
+    setup = live_setup(dataclasses.replace(settings, trace=None), spec_for("on-demand", None))
     on_demand = predict(setup, "on-demand", {}, samples=SAMPLES, seed=settings.seed)
     return math.ceil(settings.deadline_factor * on_demand.mean_job_seconds)

@@ -80,6 +80,33 @@ def test_an_int8_export_below_the_gate_is_refused_deleted_and_said_by_how_much(
         load_classifier(str(model), backend="onnx-int8")
 
 
+def test_the_export_writes_nothing_to_the_working_directory(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = tmp_path / "tiny-bert"
+    shutil.copytree(tiny_model_dir, model)
+    elsewhere = tmp_path / "where-the-user-stands"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    import onnxruntime.quantization
+
+    real = onnxruntime.quantization.quantize_dynamic
+
+    def quantize_as_when_shape_inference_gives_up(*args: object, **kwargs: object) -> None:
+        # what onnxruntime's symbolic shape inference does when it cannot finish (symbolic_shape_infer.py)
+        Path("sym_shape_infer_temp.onnx").write_bytes(b"partial model")
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(
+        onnxruntime.quantization, "quantize_dynamic", quantize_as_when_shape_inference_gives_up
+    )
+    export_onnx(model, TEXTS[:50], threads=1)
+    assert Path.cwd() == elsewhere
+    assert list(elsewhere.iterdir()) == []
+    written = {p.name for p in (model / ONNX_DIR).iterdir()}
+    assert {ONNX_MANIFEST, "model.onnx"} <= written <= {ONNX_MANIFEST, "model.onnx", "model.int8.onnx"}
+
+
 NO_TORCH = """
 import sys
 class Refuse:
