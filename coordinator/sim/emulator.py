@@ -1,5 +1,8 @@
 """The embedded AWS: a moto server on 127.0.0.1, in its own process, always stopped.
 
+The process is `coordinator.sim.moto_main`: moto, plus EC2's forgetting of terminated instances after
+`terminated_visible_seconds` (an hour; the simulator passes an hour of its scaled clock).
+
 Usage::
 
     with MotoServer() as aws:          # free port, health-checked
@@ -23,6 +26,7 @@ import requests
 
 from coordinator.errors import EmulatorError
 from coordinator.sim.lifeline import popen_tied, record_pid, stop_leftover
+from coordinator.sim.moto_main import EC2_TERMINATED_VISIBLE_SECONDS
 from coordinator.stack.target import AwsTarget, require_loopback
 
 READY_TIMEOUT_SECONDS = 30.0  # moto is ready in about 1 s; a cold import on a busy machine takes longer
@@ -54,8 +58,10 @@ class MotoServer:
         region: str = "us-east-1",
         log_path: Path | None = None,
         pid_file: Path | None = None,
+        terminated_visible_seconds: float = EC2_TERMINATED_VISIBLE_SECONDS,
     ) -> None:
         self.host = host
+        self.terminated_visible_seconds = terminated_visible_seconds  # wall s (`moto_main`)
         self.port = port or free_port(host)
         require_loopback(self.endpoint)
         self.region = region
@@ -74,7 +80,11 @@ class MotoServer:
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        command = [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)]
+        command = [
+            *(sys.executable, "-m", "coordinator.sim.moto_main"),
+            *("--terminated-visible-seconds", f"{self.terminated_visible_seconds:g}"),
+            *("-H", self.host, "-p", str(self.port)),
+        ]
         if self.pid_file is not None and (leftover := stop_leftover(self.pid_file)) is not None:
             print(f"stopped a leftover emulator of an earlier run (pid {leftover})", file=sys.stderr)
         # its own session: a Ctrl-C at the terminal reaches us, and we stop it in order; and it dies with

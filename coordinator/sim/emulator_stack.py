@@ -29,6 +29,7 @@ from typing import Any
 from coordinator.errors import InfraError
 from coordinator.sim.emulator import MotoServer
 from coordinator.sim.image import image_reference, publish_image
+from coordinator.sim.moto_main import EC2_TERMINATED_VISIBLE_SECONDS
 from coordinator.stack.deployment import Deployment, StackSettings
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.target import AwsTarget, require_loopback
@@ -123,8 +124,11 @@ def emulator_infrastructure(
     target: str = "moto",
     settings: StackSettings | None = None,
     region: str = "us-east-1",
+    time_scale: float = 1.0,
 ) -> Iterator[Infrastructure]:
-    """Bring the stack up on the emulator; on exit (Ctrl-C included) destroy it and stop the emulator."""
+    """Bring the stack up on the emulator; on exit (Ctrl-C included) destroy it and stop the emulator.
+    `time_scale`: cloud seconds per wall second of the runs on it (moto forgets a terminated instance an
+    hour of that clock after it ended, as EC2 does)."""
     settings = settings or StackSettings(bucket_name=SIMULATOR_BUCKET)
     state_dir.mkdir(parents=True, exist_ok=True)
     if target == "localstack":
@@ -135,7 +139,12 @@ def emulator_infrastructure(
     if target != "moto":
         raise InfraError(f"unknown emulator target {target!r}: use moto or localstack")
     with (
-        MotoServer(log_path=state_dir / "moto.log", region=region, pid_file=state_dir / "moto.pid") as aws,
+        MotoServer(
+            log_path=state_dir / "moto.log",
+            region=region,
+            pid_file=state_dir / "moto.pid",
+            terminated_visible_seconds=EC2_TERMINATED_VISIBLE_SECONDS / time_scale,
+        ) as aws,
         stack_on(aws.target(), state_dir, settings) as infra,
     ):
         yield infra

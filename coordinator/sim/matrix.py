@@ -94,7 +94,8 @@ def simulate(
     _write_record(settings, None)
     started = time.monotonic()
     stack = StackSettings(bucket_name=SIMULATOR_BUCKET, instance_type=settings.instance_type)
-    with emulator_infrastructure(settings.out_dir / "terraform", settings=stack) as infra:
+    state = settings.out_dir / "terraform"
+    with emulator_infrastructure(state, settings=stack, time_scale=settings.time_scale) as infra:
         results = run_matrix(settings, infra, on_run=on_run, on_cycle=on_cycle, on_done=on_done)
     _write_record(
         settings,
