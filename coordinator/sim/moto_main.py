@@ -45,22 +45,23 @@ class TerminatedInstanceForgetter:
 
     def _sweep_backend(self, backend: Any, now: float) -> None:
         for reservation_id, reservation in list(backend.reservations.items()):
-            kept = []
-            for instance in list(reservation.instances):
-                if instance.state != "terminated":
-                    kept.append(instance)
-                    continue
-                since = self.terminated_since.setdefault(instance.id, now)
-                if now - since < self.visible_seconds:
-                    kept.append(instance)
-                    continue
-                backend.tags.pop(instance.id, None)
-                self.terminated_since.pop(instance.id, None)
-                self.forgotten += 1
-            if len(kept) != len(reservation.instances):
-                reservation.instances = kept  # a new list: a request walking the old one still sees it whole
+            forget = {i.id for i in list(reservation.instances) if self._forgettable(i, now)}
+            if not forget:
+                continue  # untouched: RunInstances may still be filling it (it has nothing terminated)
+            kept = [i for i in reservation.instances if i.id not in forget]
+            reservation.instances = kept  # a new list: a request walking the old one still sees it whole
+            for instance_id in forget:
+                backend.tags.pop(instance_id, None)
+                self.terminated_since.pop(instance_id, None)
+            self.forgotten += len(forget)
             if not kept:
                 backend.reservations.pop(reservation_id, None)
+
+    def _forgettable(self, instance: Any, now: float) -> bool:
+        if instance.state != "terminated":
+            return False
+        since = self.terminated_since.setdefault(instance.id, now)
+        return now - since >= self.visible_seconds
 
     def run_forever(self) -> None:
         while True:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -57,3 +59,52 @@ def test_a_visible_time_that_is_not_positive_is_refused_in_one_line() -> None:
     )
     assert done.returncode != 0
     assert done.stderr.strip() == "--terminated-visible-seconds must be > 0, got 0.0"
+
+
+class _FilledWhileRead(list[Any]):
+    """A reservation's instance list that RunInstances appends to while a sweep reads it."""
+
+    def __init__(self, items: list[Any], late: Any) -> None:
+        super().__init__(items)
+        self.late = late
+
+    def __iter__(self) -> Iterator[Any]:
+        snapshot = list(super().__iter__())
+        if self.late is not None:
+            self.append(self.late)  # the launch thread, between the sweep's read and its write
+            self.late = None
+        return iter(snapshot)
+
+
+def test_a_sweep_rewrites_only_reservations_with_an_instance_to_forget() -> None:
+    """A reservation RunInstances is still filling has nothing terminated: a sweep must leave its list
+    alone (rewriting it from a snapshot dropped the instance being added, and that launch failed)."""
+    from moto import mock_aws
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.ec2.models import ec2_backends
+
+    from coordinator.sim.moto_main import TerminatedInstanceForgetter
+
+    now = [0.0]
+    forgetter = TerminatedInstanceForgetter(60.0, clock=lambda: now[0])
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name="us-east-1")
+        image = ec2.describe_images()["Images"][0]["ImageId"]
+        mixed = [
+            i["InstanceId"] for i in ec2.run_instances(ImageId=image, MinCount=2, MaxCount=2)["Instances"]
+        ]
+        filling = ec2.run_instances(ImageId=image, MinCount=2, MaxCount=2)
+        ec2.terminate_instances(InstanceIds=[mixed[0]])
+        backend = ec2_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+        reservation = backend.reservations[filling["ReservationId"]]
+        first, late = reservation.instances
+        reservation.instances = _FilledWhileRead([first], late)
+        forgetter.sweep()  # first seen terminated now
+        now[0] = 59.0
+        forgetter.sweep()
+        assert len(backend.all_instances()) == 4
+        now[0] = 60.0
+        forgetter.sweep()
+        left = sorted(i.id for i in backend.all_instances())
+        assert left == sorted([mixed[1], *(i["InstanceId"] for i in filling["Instances"])])
+        assert forgetter.forgotten == 1
