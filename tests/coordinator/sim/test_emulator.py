@@ -108,3 +108,33 @@ def test_a_sweep_rewrites_only_reservations_with_an_instance_to_forget() -> None
         left = sorted(i.id for i in backend.all_instances())
         assert left == sorted([mixed[1], *(i["InstanceId"] for i in filling["Instances"])])
         assert forgetter.forgotten == 1
+
+
+def test_own_tags_answers_as_motos_scan_does() -> None:
+    from moto import mock_aws
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.ec2.models import ec2_backends
+    from moto.ec2.models.core import TaggedEC2Resource
+
+    from coordinator.sim.moto_main import own_tags
+
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name="us-east-1")
+        image = ec2.describe_images()["Images"][0]["ImageId"]
+        ids = [i["InstanceId"] for i in ec2.run_instances(ImageId=image, MinCount=3, MaxCount=3)["Instances"]]
+        ec2.create_tags(Resources=ids[:2], Tags=[{"Key": "Project", "Value": "spotbatch"}])
+        ec2.create_tags(
+            Resources=[ids[0]], Tags=[{"Key": "spotbatch:job", "Value": "j-1"}, {"Key": "a*", "Value": "?"}]
+        )
+        vpc = ec2.describe_vpcs()["Vpcs"][0]["VpcId"]
+        ec2.create_tags(Resources=[vpc], Tags=[{"Key": "Name", "Value": "default"}])
+        backend = ec2_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+        resources: list[Any] = [*backend.all_instances(), backend.get_vpc(vpc)]
+        for resource in resources:
+            assert own_tags(resource) == TaggedEC2Resource.get_tags(resource), resource.id
+        assert [t["key"] for t in own_tags(backend.get_instance(ids[0]))] == [
+            "Project",
+            "spotbatch:job",
+            "a*",
+        ]
+        assert own_tags(backend.get_instance(ids[2])) == []
