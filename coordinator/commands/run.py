@@ -61,7 +61,12 @@ def add_parser(commands: Subcommands) -> None:
     )
     run.add_argument("--deadline-minutes", type=float, help="cloud minutes from the start; deadline policies")
     run.add_argument(
-        "--reserve-hours", type=float, help="the deadline policy's slack kept for returns to spot"
+        "--reserve-hours",
+        type=float,
+        help=(
+            "the deadline policy's slack kept for returns to spot at a segment's start, then in proportion "
+            "to its work left (default 1.5)"
+        ),
     )
     run.add_argument("--spot-share", type=float, help="hybrid: share of segments that start on spot")
     run.add_argument("--max-spot-retries", type=int)

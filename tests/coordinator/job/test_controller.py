@@ -433,10 +433,10 @@ def test_deadline_policy_goes_on_demand_in_an_outage_and_back_to_spot_after_it(
     stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
 ) -> None:
     """Spot is gone for 3 of every 8 cloud minutes; two segments of ~15 cloud minutes each (time scale 60)
-    see at least one outage. With a 1-hour deadline the slack is below the policy's 1-hour reserve, so an
-    outage sends a segment to on-demand rather than waiting; when spot is back (a minute after the refused
-    launch) the slack still pays two changeovers, so the on-demand instance is stopped (it drains to its
-    checkpoint) and the segment continues on spot."""
+    see at least one outage. With a 1-hour deadline the slack is below the policy's reserve (1.5 h with all
+    the work ahead; the trace opens with an outage), so an outage sends a segment to on-demand rather than
+    waiting; when spot is back (a minute after the refused launch) the slack still pays two changeovers, so
+    the on-demand instance is stopped (it drains to its checkpoint) and the segment continues on spot."""
     trace = FIXTURES / "traces" / "outage-every-8-min.json"
     config = settings(
         tmp_path,

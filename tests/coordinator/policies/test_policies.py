@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from coordinator.errors import ConfigError, UnknownPolicy
 from coordinator.policies.base import SegmentHistory
-from coordinator.policies.deadline import DeadlineAware
+from coordinator.policies.deadline import DeadlineAware, DeadlineView
 from coordinator.policies.recovery import RecoveryPolicy
 from coordinator.policies.registry import make_policy, policy_names
 
@@ -70,3 +72,33 @@ def test_an_option_a_policy_does_not_take_is_named() -> None:
         make_policy("greedy", spot_share=0.5)
     policy = make_policy("deadline", reserve_hours=0.5)
     assert isinstance(policy, DeadlineAware) and policy.reserve_s == 1800
+
+
+def test_the_deadline_reserve_shrinks_with_the_work_left() -> None:
+    """With all of a segment's work ahead the policy keeps its whole reserve for later returns to spot; with
+    half of it done, half: an outage it met with 2,500 s of slack sends it to on-demand at the start and is
+    waited out halfway."""
+    policy = make_policy("deadline", reserve_hours=1.0)
+    assert isinstance(policy, DeadlineAware)
+
+    def outage(work_left_s: float) -> DeadlineView:
+        now = 10_000 - work_left_s
+        deadline = now + work_left_s + 360 + 2_500  # slack 2,500 s
+        return DeadlineView(
+            now_s=now,
+            deadline_s=deadline,
+            work_left_s=work_left_s,
+            changeover_s=360,
+            tick_s=60,
+            spot_available=False,
+            running=None,
+            total_work_s=10_000,
+        )
+
+    start, halfway, last_bit = outage(10_000), outage(5_000), outage(100)
+    assert [policy.reserve_for(v) for v in (start, halfway, last_bit)] == [3_600, 1_800, 36]
+    assert policy.choose(start) == "on-demand"
+    assert policy.choose(halfway) is None
+    assert policy.choose(last_bit) is None
+    no_slack = dataclasses.replace(last_bit, deadline_s=last_bit.deadline_s - 2_460)  # 40 s left
+    assert policy.choose(no_slack) == "on-demand"

@@ -32,8 +32,8 @@ def test_never_available_runs_on_demand_and_each_policy_waits_as_long_as_it_dare
     trace = [False] * 60
     # slack with on-demand = 7200 - 3600 - 360 = 3240 s. greedy waits while a further tick leaves >= 0: starts
     # at 3240 and lands on the deadline; safety-greedy keeps a tick of margin (starts at 3060); `deadline`
-    # keeps 1 h in reserve, more than the slack, so it starts at once; hybrid's spot launch fails at 0, and
-    # the recovery after that failed launch is on-demand at the next tick (180 s)
+    # keeps 1.5 h in reserve with all the work ahead, more than the slack, so it starts at once; hybrid's
+    # spot launch fails at 0, and the recovery after that failed launch is on-demand at the next tick (180 s)
     expected_finish = {
         "greedy": 7200,
         "safety-greedy": 7020,
@@ -62,8 +62,9 @@ def test_one_reclaim_at_a_known_tick() -> None:
         "safety-greedy": (1.20, 4500, 2),
         # on-demand at 1800: boot to 2160, work to 4320; 2520 s x 3 $/h = $2.10
         "hybrid": (2.60, 4320, 2),
-        # slack 2880 s is below its 1 h reserve: on-demand at 1800 (180 s billed, $0.15); spot is back at
-        # 1980 and the slack pays both changeovers: spot again from 1980 to 4500 ($0.70)
+        # slack 2880 s is below its reserve (1.5 h x 2160/3600 of the work left = 3240 s): on-demand at
+        # 1800 (180 s billed, $0.15); spot is back at 1980 and the slack pays both changeovers: spot again
+        # from 1980 to 4500 ($0.70)
         "deadline": (1.35, 4500, 3),
     }
     for policy, (cost, finish, changeovers) in expected.items():
