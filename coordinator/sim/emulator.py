@@ -1,7 +1,8 @@
 """The embedded AWS: a moto server on 127.0.0.1, in its own process, always stopped.
 
 The process is `coordinator.sim.moto_main`: moto, plus EC2's forgetting of terminated instances after
-`terminated_visible_seconds` (an hour; the simulator passes an hour of its scaled clock).
+`terminated_visible_seconds` (an hour; the simulator passes an hour of its scaled clock) and a direct
+lookup of a resource's own tags (moto's scans every tag in the region).
 
 Usage::
 
@@ -92,7 +93,7 @@ class MotoServer:
         try:
             self.process = popen_tied(command, stdout=log, stderr=log)
             if self.pid_file is not None:
-                record_pid(self.pid_file, self.process.pid, f"moto.server -H {self.host} -p {self.port}")
+                record_pid(self.pid_file, self.process.pid, " ".join(command[2:]))
         finally:
             if log is not subprocess.DEVNULL:
                 log.close()  # type: ignore[union-attr]  # the server has its own copy of the descriptor

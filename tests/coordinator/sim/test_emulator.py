@@ -3,10 +3,12 @@ run did; running instances and recently terminated ones stay."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -47,6 +49,17 @@ def test_a_terminated_instance_is_described_for_its_visible_time_then_forgotten(
         assert ended not in {t["ResourceId"] for t in ec2.describe_tags()["Tags"]}
         with pytest.raises(ec2.exceptions.ClientError, match="InvalidInstanceID"):
             ec2.describe_instances(InstanceIds=[ended])
+
+
+def test_the_next_start_stops_a_leftover_emulator_it_recorded(tmp_path: Path) -> None:
+    pid_file = tmp_path / "moto.pid"
+    leftover = MotoServer(pid_file=pid_file).start()  # as if its simulator had died without stopping it
+    try:
+        assert leftover.process is not None
+        with MotoServer(pid_file=pid_file):
+            assert leftover.process.wait(10) == -signal.SIGKILL
+    finally:
+        leftover.stop()
 
 
 def test_a_visible_time_that_is_not_positive_is_refused_in_one_line() -> None:
