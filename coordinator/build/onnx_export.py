@@ -186,10 +186,11 @@ def export_onnx(
     fp32, int8 = out / ONNX_FILES["onnx"], out / ONNX_FILES["onnx-int8"]
     config = _export(model_dir, out / "model.raw.onnx")
     # ONNX Runtime's shape inference saves a failed attempt (a 60 MB model) to the working directory: give
-    # it a scratch one, so nothing lands in the user's folder or the repository
+    # it a scratch one, so nothing lands in the user's folder or the repository (paths resolved before)
+    raw, fused, quantised = (path.resolve() for path in (out / "model.raw.onnx", fp32, int8))
     with tempfile.TemporaryDirectory(prefix="onnx-scratch-") as scratch, contextlib.chdir(scratch):
-        _fuse((out / "model.raw.onnx").resolve(), fp32.resolve(), config)
-        _quantize(fp32.resolve(), int8.resolve())
+        _fuse(raw, fused, config)
+        _quantize(fused, quantised)
     reference = _predict_all(load_classifier(str(model_dir), backend="torch", threads=threads), texts)
     checks = {}
     for backend, file in ONNX_FILES.items():
