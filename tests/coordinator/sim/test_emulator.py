@@ -21,14 +21,7 @@ VISIBLE_SECONDS = 2.0
 
 def test_a_terminated_instance_is_described_for_its_visible_time_then_forgotten() -> None:
     with MotoServer(terminated_visible_seconds=VISIBLE_SECONDS) as aws:
-        target = aws.target()
-        ec2 = boto3.client(
-            "ec2",
-            region_name=target.region,
-            endpoint_url=target.endpoint,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
+        ec2 = aws.target().client("ec2")
         image = ec2.describe_images()["Images"][0]["ImageId"]
         launched = ec2.run_instances(ImageId=image, MinCount=3, MaxCount=3, InstanceType="c7i.xlarge")
         ended, *running = sorted(i["InstanceId"] for i in launched["Instances"])
