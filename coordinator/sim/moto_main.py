@@ -1,4 +1,4 @@
-"""The embedded AWS's process: moto's server, plus one behaviour of EC2 that moto lacks and one lookup
+"""The embedded AWS's process: moto's server, plus two behaviours of EC2 that moto lacks and one lookup
 that moto makes quadratic.
 
 EC2 shows a terminated instance in `DescribeInstances` for about an hour, then forgets it ("Terminated
@@ -13,6 +13,13 @@ moto also finds an EC2 resource's own tags by scanning every tag of every resour
 `describe_tags` with a `resource-id` filter per resource), so a `DescribeInstances` with a tag filter costs
 instances x all tags: profiled over a matrix it was most of moto's CPU by the fifth run. `own_tags` reads
 the resource's entry directly and answers the same list.
+
+EC2's `RunInstances` is one step: an instance is described with its instance profile and tags from the
+first answer on. moto registers the new reservation first, then fills it (tags, volumes) and associates the
+instance profile after that, so a `DescribeInstances` racing the launch could see a running instance of the
+job with no profile: under load a simulated machine booted without credentials and its launch was lost
+(`docker: pull access denied ... no instance profile`). Here a launch and the reads of instances take turns
+(`install_atomic_launches`).
 
 Usage::
 
@@ -45,9 +52,10 @@ class TerminatedInstanceForgetter:
         from moto.ec2.models import ec2_backends
 
         now = self.clock()
-        for account in list(ec2_backends.values()):
-            for backend in list(account.values()):
-                self._sweep_backend(backend, now)
+        with LAUNCH_LOCK:  # never a reservation RunInstances is filling
+            for account in list(ec2_backends.values()):
+                for backend in list(account.values()):
+                    self._sweep_backend(backend, now)
 
     def _sweep_backend(self, backend: Any, now: float) -> None:
         for reservation_id, reservation in list(backend.reservations.items()):
@@ -93,6 +101,27 @@ def own_tags(resource: Any) -> list[dict[str, str]]:
     ]
 
 
+LAUNCH_LOCK = threading.RLock()  # RunInstances whole, or a read of instances: one at a time
+READS_OF_INSTANCES = ("describe_instances", "describe_instance_attribute", "describe_instance_status")
+
+
+def install_atomic_launches() -> None:
+    """RunInstances (with its profile association) and the reads of instances under one lock."""
+    from moto.ec2.responses.instances import InstanceResponse
+
+    for name in ("run_instances", *READS_OF_INSTANCES):
+        setattr(InstanceResponse, name, _under_launch_lock(getattr(InstanceResponse, name)))
+
+
+def _under_launch_lock(method: Any) -> Any:
+    def locked(self: Any) -> Any:
+        with LAUNCH_LOCK:
+            return method(self)
+
+    locked.__wrapped__ = method  # type: ignore[attr-defined]
+    return locked
+
+
 def install_own_tags() -> None:
     from moto.ec2.models.core import TaggedEC2Resource
 
@@ -106,6 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     if ours.terminated_visible_seconds <= 0:
         raise SystemExit(f"--terminated-visible-seconds must be > 0, got {ours.terminated_visible_seconds}")
     install_own_tags()
+    install_atomic_launches()
     forgetter = TerminatedInstanceForgetter(ours.terminated_visible_seconds)
     threading.Thread(target=forgetter.run_forever, name="forget-terminated", daemon=True).start()
     from moto.server import main as moto_server_main

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,3 +145,47 @@ def test_own_tags_answers_as_motos_scan_does() -> None:
             "a*",
         ]
         assert own_tags(backend.get_instance(ids[2])) == []
+
+
+def test_a_launch_is_described_whole_or_not_at_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto associates the instance profile after the instance is listed; a read racing the launch (here
+    made slow) must still never see a launched instance without its profile."""
+    from moto import mock_aws
+    from moto.ec2.models import EC2Backend
+    from moto.ec2.responses.instances import InstanceResponse
+
+    from coordinator.sim import moto_main
+
+    for name in ("run_instances", *moto_main.READS_OF_INSTANCES):  # undone after the test
+        monkeypatch.setattr(InstanceResponse, name, getattr(InstanceResponse, name))
+    moto_main.install_atomic_launches()
+    associate = EC2Backend.associate_iam_instance_profile
+
+    def slow_associate(self: Any, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.5)  # the instance is already in its reservation, running, without a profile
+        return associate(self, *args, **kwargs)
+
+    monkeypatch.setattr(EC2Backend, "associate_iam_instance_profile", slow_associate)
+    with mock_aws():
+        iam = boto3.client("iam", region_name="us-east-1")
+        iam.create_instance_profile(InstanceProfileName="worker")
+        ec2 = boto3.client("ec2", region_name="us-east-1")
+        image = ec2.describe_images()["Images"][0]["ImageId"]
+        seen: list[Any] = []
+        launching = threading.Thread(
+            target=ec2.run_instances,
+            kwargs={
+                "ImageId": image,
+                "MinCount": 1,
+                "MaxCount": 1,
+                "IamInstanceProfile": {"Name": "worker"},
+            },
+        )
+        launching.start()
+        while launching.is_alive():
+            reservations = ec2.describe_instances()["Reservations"]
+            seen += [i for r in reservations for i in r["Instances"]]
+        launching.join()
+        seen += [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]]
+        assert seen, "the launch never listed"
+        assert all("IamInstanceProfile" in i for i in seen), "described mid-launch without its profile"
