@@ -7,7 +7,10 @@ pending, boot, image pull, model load), the worker waits for the ready time befo
 after each batch, until its rows match the pace. A batch in hand is finished at the pace even when a stop
 comes (a real worker finishes the batch it is computing before it drains). Where the host could not keep
 up (the model loaded after the ready time, a batch took longer than the pace allows), the worker falls
-*behind*: that lag, against the time its rows should have taken, is what marks a run as distorted.
+*behind* the instance's schedule and runs without waiting until it is back on it: the instance it stands
+for would have done those rows by then. What the host could not make up by the time the worker stops (its
+lag at the end: the attempt billed longer, or checkpointed fewer rows, than the instance would have) is
+what marks a run as distorted; the worst lag on the way is reported beside it.
 
 On a real instance there is no pace: the hardware is the instance.
 
@@ -43,8 +46,9 @@ class Pace:
         self.rows_per_second = rows_per_second
         self._clock, self._sleep = clock, sleep
         self._start = ready_at if ready_at is not None else clock()
-        self._behind = 0.0  # seconds the host added beyond the pace
-        self._late_start = 0.0  # of which: the worker was not ready by the end of its modelled launch
+        self._behind = 0.0  # seconds behind the instance's schedule after the last batch
+        self._worst = 0.0  # the most it was ever behind
+        self._late_start = 0.0  # the worker was not ready by the end of its modelled launch
         self._planned = 0.0
 
     def until_ready(self, wait: Callable[[float], object]) -> None:
@@ -53,20 +57,23 @@ class Pace:
         if now < self._start:
             wait(self._start - now)
         else:
-            self._behind = self._late_start = now - self._start  # the host started it later than the model
+            self._behind = self._worst = self._late_start = now - self._start  # started later than the model
 
     def after(self, rows: int) -> None:
         """Called after `rows` rows (since the start) are done: sleep until the pace allows the next batch."""
         planned = rows / self.rows_per_second
         elapsed = self._clock() - self._start
-        if elapsed > planned + self._behind:
-            self._behind = elapsed - planned  # the host was slower than the instance: that time is lag
-        else:
-            self._sleep(planned + self._behind - elapsed)
         self._planned = planned
+        if elapsed > planned:  # behind the instance's schedule: no wait, the next batch catches up
+            self._behind = elapsed - planned
+            self._worst = max(self._worst, self._behind)
+        else:
+            self._behind = 0.0
+            self._sleep(planned - elapsed)
 
     @property
     def lag_seconds(self) -> float:
+        """Seconds behind the instance's schedule now (after the last batch)."""
         return self._behind
 
     @property
@@ -78,6 +85,7 @@ class Pace:
         return {
             "rows_per_second": self.rows_per_second,
             "lag_seconds": round(self._behind, 3),
+            "worst_lag_seconds": round(self._worst, 3),
             "late_start_seconds": round(self._late_start, 3),
             "planned_seconds": round(self._planned, 3),
         }

@@ -1,8 +1,9 @@
 """Simulator only: how far a run's workers fell behind their pace, recorded in its `run.json`.
 
 Each paced worker writes `pace.json` in its machine's folder (`inference/pace.py`): the seconds its rows
-should have taken and the seconds the host added. A run whose workers lost more than `DISTORTION_SHARE` of
-their planned time is *distorted*: its billed times measure this host, not the instance type, and the
+should have taken and the seconds it was still behind them when it stopped (a worker the host left behind
+catches up when it can). A run whose workers ended more than `DISTORTION_SHARE` of their planned time
+behind is *distorted*: its billed times measure this host, not the instance type, and the
 summary and the report say so beside its figures.
 
 Usage::
@@ -24,7 +25,7 @@ from coordinator.sim.settings import DISTORTION_SHARE
 
 
 def pace_summary(run_dir: Path) -> dict[str, Any]:
-    lag = planned = worst = late = 0.0
+    lag = planned = worst = late = most_behind = 0.0
     workers = 0
     for report in sorted((run_dir / "workers" / "machines").glob(f"*/{PACE_REPORT}")):
         try:
@@ -34,6 +35,7 @@ def pace_summary(run_dir: Path) -> dict[str, Any]:
         workers += 1
         lag += float(entry["lag_seconds"])
         late = max(late, float(entry.get("late_start_seconds", 0.0)))
+        most_behind = max(most_behind, float(entry.get("worst_lag_seconds", entry["lag_seconds"])))
         planned += float(entry["planned_seconds"])
         if entry["planned_seconds"]:
             worst = max(worst, float(entry["lag_seconds"]) / float(entry["planned_seconds"]))
@@ -43,6 +45,7 @@ def pace_summary(run_dir: Path) -> dict[str, Any]:
         "lag_share": round(share, 4),
         "worst_worker_lag_share": round(worst, 4),
         "latest_start_wall_seconds": round(late, 3),  # a worker not ready by its modelled launch's end
+        "most_behind_wall_seconds": round(most_behind, 3),  # on the way, made up before it stopped or not
         "distorted": share > DISTORTION_SHARE,
         "threshold": DISTORTION_SHARE,
     }

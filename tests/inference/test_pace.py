@@ -1,5 +1,5 @@
-"""A paced worker's time is the instance type's, whatever the host: it waits when the host is fast and
-counts the lag when the host is slow."""
+"""A paced worker's time is the instance type's, whatever the host: it waits when the host is fast, catches
+up when the host left it behind, and counts as lag what it could not make up."""
 
 from __future__ import annotations
 
@@ -36,16 +36,30 @@ def test_a_fast_host_waits_until_the_pace_allows_the_next_batch() -> None:
     assert pace.lag_share == 0.0
 
 
-def test_a_slow_host_is_counted_as_lag_and_not_made_up_later() -> None:
+def test_a_slow_batch_is_made_up_by_the_next_ones_without_waiting() -> None:
     clock = FakeClock()
     pace = Pace(rows_per_second=100.0, clock=clock, sleep=clock.wait)
     clock.now += 0.8  # 50 rows took 0.8 s where the type takes 0.5: 0.3 s behind
     pace.after(50)
     assert clock.waits == [] and pace.lag_seconds == pytest.approx(0.3)
-    clock.now += 0.1  # a fast batch afterwards waits for its own share only, it does not race to catch up
+    clock.now += 0.3  # 100 rows at 1.1 s: still 0.1 s behind the schedule, so no wait
     pace.after(100)
-    assert clock.waits == [pytest.approx(0.4)]
-    assert pace.lag_share == pytest.approx(0.3 / 1.0)
+    assert clock.waits == [] and pace.lag_seconds == pytest.approx(0.1)
+    clock.now += 0.1  # back on the schedule (150 rows at 1.2 s, 1.5 s allowed): waits for the rest
+    pace.after(150)
+    assert clock.waits == [pytest.approx(0.3)] and clock.now == pytest.approx(101.5)
+    assert pace.lag_share == 0.0  # the instance would have ended here too: nothing distorted
+    assert pace.report()["worst_lag_seconds"] == pytest.approx(0.3)
+
+
+def test_what_the_host_could_not_make_up_by_the_end_is_lag() -> None:
+    clock = FakeClock()
+    pace = Pace(rows_per_second=100.0, clock=clock, sleep=clock.wait)
+    for batch in range(1, 3):
+        clock.now += 0.7  # every batch slower than the type: the lag grows
+        pace.after(50 * batch)
+    assert clock.waits == [] and pace.lag_seconds == pytest.approx(0.4)
+    assert pace.lag_share == pytest.approx(0.4 / 1.0)
 
 
 def test_the_first_row_waits_for_the_modelled_launch_and_a_late_start_is_lag(tmp_path: Path) -> None:
@@ -62,12 +76,13 @@ def test_the_first_row_waits_for_the_modelled_launch_and_a_late_start_is_lag(tmp
     behind = Pace(rows_per_second=100.0, ready_at=103.0, clock=late, sleep=late.wait)
     behind.until_ready(late.wait)
     late.now += 0.1
-    behind.after(50)
-    assert late.waits == [pytest.approx(0.4)] and behind.lag_seconds == pytest.approx(1.0)
+    behind.after(50)  # 50 rows 1.1 s after the ready time: 0.6 s behind, no wait
+    assert late.waits == [] and behind.lag_seconds == pytest.approx(0.6)
     behind.save(str(tmp_path / "pace.json"))
     assert json.loads((tmp_path / "pace.json").read_text()) == {
         "rows_per_second": 100.0,
-        "lag_seconds": 1.0,
+        "lag_seconds": 0.6,
+        "worst_lag_seconds": 1.0,
         "late_start_seconds": 1.0,
         "planned_seconds": 0.5,
     }
