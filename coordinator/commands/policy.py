@@ -27,13 +27,13 @@ def add_parser(commands: Subcommands) -> None:
 
 def policy_command(args: argparse.Namespace) -> int:
     from coordinator.paths import runs_dir
-    from coordinator.stack import permissions
+    from coordinator.stack import permissions, policy_docs
     from coordinator.stack.iam_documents import explain, render
     from coordinator.stack.outputs import StackOutputs
 
     if args.write_docs is not None:
         args.write_docs.mkdir(parents=True, exist_ok=True)
-        for name, text in permissions.docs_files().items():
+        for name, text in policy_docs.docs_files().items():
             (args.write_docs / name).write_text(text, encoding="utf-8")
             print(f"wrote {args.write_docs / name}")
         return 0

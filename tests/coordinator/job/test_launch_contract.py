@@ -23,7 +23,8 @@ from coordinator.job.launch_contract import (
 )
 from coordinator.paths import TERRAFORM_DIR
 from coordinator.stack.iam_documents import render
-from coordinator.stack.permissions import placeholder_arns, worker_job_policy
+from coordinator.stack.permissions import worker_job_policy
+from coordinator.stack.policy_docs import placeholder_arns
 from inference.layout import DATA_PREFIX, JOBS_PREFIX, job_prefix
 
 TEMPLATE = TERRAFORM_DIR / "modules" / "worker_templates" / "user_data.sh.tftpl"

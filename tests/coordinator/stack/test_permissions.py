@@ -10,7 +10,8 @@ from pathlib import Path
 from coordinator.cli import main
 from coordinator.paths import REPO_ROOT
 from coordinator.stack.iam_documents import actions_of, for_emulator, render
-from coordinator.stack.permissions import coordinator_policy, docs_files, placeholder_arns, worker_job_policy
+from coordinator.stack.permissions import coordinator_policy, worker_job_policy
+from coordinator.stack.policy_docs import docs_files, placeholder_arns
 
 DOCS = REPO_ROOT / "docs" / "aws"
 KEY = "arn:aws:kms:REGION:ACCOUNT_ID:key/KEY_ID"
