@@ -21,8 +21,7 @@ from dataclasses import dataclass
 
 from coordinator.cost.billing import billed_seconds, cost_usd
 from coordinator.cost.budget import BudgetGuard
-from coordinator.cost.ledger import AttemptRecord
-from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceQuote, PriceTable
+from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceQuote
 from coordinator.errors import AwsSetupError, BudgetGuardExceeded, CapacityError, LaunchError
 from coordinator.job.clock import CloudClock
 from coordinator.job.crash_points import crash_point
@@ -49,10 +48,6 @@ class Tracked:
     budget_label: str
 
 
-RECORD_COLUMNS = (  # the state's attempt columns a ledger record carries as they are
-    *("segment_id", "attempt_id", "instance_id", "instance_type", "market", "launched_at", "ended_at"),
-    *("billed_seconds", "cost_usd", "end_reason", "rows_kept", "rows_wasted", "rows_per_s"),
-)
 FINAL_BEATS = frozenset({"done", "draining", "failed"})  # a worker's last heartbeat before it exits
 
 
@@ -275,25 +270,3 @@ class AttemptBook:
             on_demand_launch_failures=count("on-demand", ("failed-launch",)),
             last_market=last,
         )
-
-    def records(self) -> list[AttemptRecord]:
-        """Every attempt that had an instance, priced (failed launch calls had none and cost nothing)."""
-        records = []
-        gpus = PriceTable.load().gpus(self.spec.provider, self.spec.instance_type)
-        for a in self.state.attempts(self.job_id):
-            if a["instance_id"] is None or a["ended_at"] is None:
-                continue
-            quote = self.quotes[a["market"]]
-            records.append(
-                AttemptRecord(
-                    job_id=self.job_id,
-                    provider=self.spec.provider,
-                    region=self.spec.region,
-                    gpus=gpus,
-                    rate_usd_per_hour=quote.rate_usd_per_hour,
-                    price_source=quote.source,
-                    billing=quote.billing.name,
-                    **{column: a[column] for column in RECORD_COLUMNS},
-                )
-            )
-        return records

@@ -42,6 +42,7 @@ from coordinator.errors import (
     RunStorageError,
 )
 from coordinator.job import state as states
+from coordinator.job.attempt_records import attempt_records
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.clock import CloudClock
 from coordinator.job.crash_points import crash_point
@@ -227,7 +228,7 @@ class Controller:
             segments_total=len(self.book.index),
             segments_done=sum(row.state == states.DONE for row in rows),
             failures=failures,
-            attempts=self.book.records(),
+            attempts=attempt_records(self.state, self.spec, self.book.quotes),
             started_cloud=started_cloud,
             ended_cloud=self.clock.now(),
             wall_seconds=wall_seconds,
