@@ -56,6 +56,7 @@ class StackArns:
     log_group_arn: str
     metrics_namespace: str
     kms_key_arn: str | None = None
+    events_queue_arn: str = ""  # "": a stack applied before EC2's events were queued
     job_prefix: str = "jobs/"
     data_prefix: str = "data/"
 

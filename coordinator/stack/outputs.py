@@ -65,6 +65,8 @@ class StackOutputs:
     kms_key_arn: str | None = None
     worker_trusted_principals: tuple[str, ...] = ()
     emulator: bool = False  # the stack lives on an emulator: its IAM matches resources by ARN for S3 only
+    events_queue_url: str = ""  # EC2's interruption events (a stack applied before they existed: "")
+    events_queue_arn: str = ""
 
     @classmethod
     def from_dict(cls, outputs: dict[str, Any], where: str = "the stack outputs") -> StackOutputs:
@@ -97,6 +99,8 @@ class StackOutputs:
             kms_key_arn=outputs.get("kms_key_arn") or None,
             worker_trusted_principals=tuple(outputs.get("worker_trusted_principals") or ()),
             emulator=bool(outputs.get("emulator")),
+            events_queue_url=str(outputs.get("events_queue_url") or ""),
+            events_queue_arn=str(outputs.get("events_queue_arn") or ""),
         )
 
     @classmethod

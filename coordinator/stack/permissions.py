@@ -39,7 +39,25 @@ def coordinator_policy(arns: StackArns) -> list[Statement]:
         *_launch_statements(arns),
         *_job_role_statements(arns),
         *_data_and_observation_statements(arns),
+        *_events_statements(arns),
         *_kms(arns, "the bucket's objects"),
+    ]
+
+
+def _events_statements(arns: StackArns) -> list[Statement]:
+    """EC2's interruption warnings, rebalance recommendations and state changes, from the stack's queue."""
+    if not arns.events_queue_arn:
+        return []
+    return [
+        Statement(
+            "ReadInterruptionEvents",
+            (
+                ("sqs:ReceiveMessage", "long-poll EC2's interruption and state-change events"),
+                ("sqs:DeleteMessage", "an event handled (or about no instance of the stack)"),
+                ("sqs:ChangeMessageVisibility", "hand an event about another job's instance back at once"),
+            ),
+            (arns.events_queue_arn,),
+        )
     ]
 
 
@@ -247,4 +265,5 @@ def arns_for(stack: StackOutputs, account: str) -> StackArns:
         log_group_arn=stack.log_group_arn,
         metrics_namespace=stack.metrics_namespace,
         kms_key_arn=stack.kms_key_arn,
+        events_queue_arn=stack.events_queue_arn,
     )

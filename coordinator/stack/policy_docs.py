@@ -28,6 +28,7 @@ def placeholder_arns() -> StackArns:
         repository_arn="arn:aws:ecr:REGION:ACCOUNT_ID:repository/STACK-worker",
         log_group_arn="arn:aws:logs:REGION:ACCOUNT_ID:log-group:/spotbatch/STACK/workers",
         metrics_namespace="spotbatch",
+        events_queue_arn="arn:aws:sqs:REGION:ACCOUNT_ID:STACK-events",
     )
 
 

@@ -5,6 +5,7 @@ runs: test_real_aws_path.py."""
 from __future__ import annotations
 
 import base64
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,45 @@ def test_the_templates_carry_the_rendered_boot_script(deployed_stack: Infrastruc
         assert f'docker pull "{deployed_stack.outputs["worker_image"]}"' in script
         assert f"awslogs-group={stack.log_group}" in script and f"s3://{stack.bucket}/jobs/$job" in script
         assert "--gpus all" not in script  # a CPU type: the CPU image, no GPUs asked for
+
+
+def test_the_stack_queues_ec2s_interruption_events_for_the_coordinator(
+    deployed_stack: Infrastructure,
+) -> None:
+    """The applied rules deliver EC2's interruption warning to the stack's encrypted queue (moto delivers
+    `put_events` to SQS targets as EventBridge does); a running-state change is not queued; a message
+    received too often moves to the dead-letter queue."""
+    target, outputs = deployed_stack.target, deployed_stack.outputs
+    sqs, events = target.client("sqs"), target.client("events")
+    queue = outputs["events_queue_url"]
+    attributes = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["All"])["Attributes"]
+    assert attributes["SqsManagedSseEnabled"] == "true"
+    redrive = json.loads(attributes["RedrivePolicy"])
+    dead_letter = sqs.get_queue_attributes(
+        QueueUrl=outputs["events_dead_letter_queue_url"], AttributeNames=["QueueArn"]
+    )["Attributes"]["QueueArn"]
+    assert redrive == {"deadLetterTargetArn": dead_letter, "maxReceiveCount": 5}
+    stack_name = outputs["name"]
+    rules = {r["Name"] for r in events.list_rules(NamePrefix=f"{stack_name}-")["Rules"]}
+    assert {f"{stack_name}-{k}" for k in ("spot-interruption", "rebalance", "state-change")} <= rules
+
+    def event(detail_type: str, detail: dict[str, str]) -> dict[str, Any]:
+        return {"Source": "aws.ec2", "DetailType": detail_type, "Detail": json.dumps(detail)}
+
+    events.put_events(
+        Entries=[
+            event("EC2 Instance State-change Notification", {"instance-id": "i-0test", "state": "running"}),
+            event(
+                "EC2 Spot Instance Interruption Warning",
+                {"instance-id": "i-0test", "instance-action": "terminate"},
+            ),
+        ]
+    )
+    received = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=2)
+    bodies = [json.loads(m["Body"]) for m in received.get("Messages", [])]
+    assert [b["detail-type"] for b in bodies] == ["EC2 Spot Instance Interruption Warning"]
+    assert bodies[0]["detail"]["instance-id"] == "i-0test"
+    sqs.delete_message(QueueUrl=queue, ReceiptHandle=received["Messages"][0]["ReceiptHandle"])
 
 
 def test_a_gpu_type_gets_the_gpu_ami_and_the_gpus(deployed_stack: Infrastructure, tmp_path: Path) -> None:

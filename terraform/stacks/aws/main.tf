@@ -17,10 +17,12 @@ provider "aws" {
       cloudwatch = endpoints.value
       ec2        = endpoints.value
       ecr        = endpoints.value
+      events     = endpoints.value
       iam        = endpoints.value
       kms        = endpoints.value
       logs       = endpoints.value
       s3         = endpoints.value
+      sqs        = endpoints.value
       ssm        = endpoints.value
       sts        = endpoints.value
     }
@@ -87,6 +89,12 @@ module "logs" {
   name              = "/spotbatch/${var.name}/workers"
   retention_in_days = var.log_retention_days
   kms_key_arn       = var.kms_key_arn
+}
+
+# EC2's interruption warnings, rebalance recommendations and state changes, queued for the coordinator.
+module "interruption_events" {
+  source = "../../modules/interruption_events"
+  name   = var.name
 }
 
 module "worker_iam" {

@@ -87,3 +87,18 @@ output "emulator" {
   description = "Whether the stack lives on a local emulator (whose IAM matches only S3 resources by ARN)."
   value       = var.endpoint != null
 }
+
+output "events_queue_url" {
+  description = "SQS queue of EC2's interruption warnings, rebalance recommendations and state changes."
+  value       = module.interruption_events.queue_url
+}
+
+output "events_queue_arn" {
+  description = "ARN of the events queue (the coordinator's permission to receive and delete)."
+  value       = module.interruption_events.queue_arn
+}
+
+output "events_dead_letter_queue_url" {
+  description = "Dead-letter queue of events no coordinator could handle."
+  value       = module.interruption_events.dead_letter_queue_url
+}
