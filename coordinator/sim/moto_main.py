@@ -1,4 +1,4 @@
-"""The embedded AWS's process: moto's server, plus two behaviours of EC2 that moto lacks and one lookup
+"""The embedded AWS's process: moto's server, plus three behaviours of EC2 that moto lacks and one lookup
 that moto makes quadratic.
 
 EC2 shows a terminated instance in `DescribeInstances` for about an hour, then forgets it ("Terminated
@@ -21,6 +21,12 @@ job with no profile: under load a simulated machine booted without credentials a
 (`docker: pull access denied ... no instance profile`). Here a launch and the reads of instances take turns
 (`install_atomic_launches`).
 
+EC2 tells why an instance ended (`StateReason`) and sends an "EC2 Instance State-change Notification" to
+EventBridge when it does; moto says "Client.UserInitiatedShutdown" for every end and sends nothing. Here a
+TerminateInstances carrying the simulator's reason header (`ec2_events.with_state_reason`: a spot reclaim,
+a machine that powered itself off) records that reason, and every termination publishes the state-change
+event through moto's EventBridge, whose rules deliver it to the stack's queue (`install_termination_events`).
+
 Usage::
 
     python -m coordinator.sim.moto_main --terminated-visible-seconds 240 -H 127.0.0.1 -p 5000
@@ -33,6 +39,8 @@ import sys
 import threading
 import time
 from typing import Any
+
+from coordinator.sim.ec2_events import REASON_HEADER, STATE_REASONS, state_change
 
 EC2_TERMINATED_VISIBLE_SECONDS = 3600.0  # the EC2 User Guide's "approximately one hour"
 SWEEP_EVERY_SECONDS = 1.0
@@ -122,6 +130,40 @@ def _under_launch_lock(method: Any) -> Any:
     return locked
 
 
+def install_termination_events() -> None:
+    """TerminateInstances records the simulator's StateReason and publishes EC2's state-change events."""
+    from moto.ec2.responses.instances import InstanceResponse
+
+    terminate = InstanceResponse.terminate_instances
+
+    def terminate_and_tell(self: Any) -> Any:
+        answer = terminate(self)
+        try:
+            _after_termination(self, self._get_param("InstanceIds", []), self.headers.get(REASON_HEADER))
+        except Exception as error:  # an internal moto change: the termination itself stands
+            print(f"moto_main: no state reason or event for a termination: {error!r}", file=sys.stderr)
+        return answer
+
+    setattr(InstanceResponse, "terminate_instances", terminate_and_tell)  # noqa: B010
+
+
+def _after_termination(response: Any, instance_ids: list[str], reason: str | None) -> None:
+    from moto.ec2.models.instances import StateReason
+    from moto.events.models import events_backends
+
+    if reason in STATE_REASONS:
+        for instance_id in instance_ids:
+            response.ec2_backend.get_instance(instance_id).state_reason = StateReason(
+                STATE_REASONS[reason], reason
+            )
+    account, region = response.current_account, response.region
+    entries = [state_change(i, "terminated", region, account) for i in instance_ids]
+    for entry in entries:
+        entry.pop("Time")  # moto stamps its own
+    for first in range(0, len(entries), 10):  # PutEvents takes ten at a time
+        events_backends[account][region].put_events(entries[first : first + 10])
+
+
 def install_own_tags() -> None:
     from moto.ec2.models.core import TaggedEC2Resource
 
@@ -136,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--terminated-visible-seconds must be > 0, got {ours.terminated_visible_seconds}")
     install_own_tags()
     install_atomic_launches()
+    install_termination_events()
     forgetter = TerminatedInstanceForgetter(ours.terminated_visible_seconds)
     threading.Thread(target=forgetter.run_forever, name="forget-terminated", daemon=True).start()
     from moto.server import main as moto_server_main

@@ -3,6 +3,7 @@ run did; running instances and recently terminated ones stay."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -189,3 +190,34 @@ def test_a_launch_is_described_whole_or_not_at_all(monkeypatch: pytest.MonkeyPat
         seen += [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]]
         assert seen, "the launch never listed"
         assert all("IamInstanceProfile" in i for i in seen), "described mid-launch without its profile"
+
+
+def test_a_termination_says_why_and_is_told_to_eventbridge() -> None:
+    """A reclaim ends the instance as EC2 says a spot reclaim does, a plain terminate as a user's; each
+    termination reaches a state-change rule's queue, as EC2's events do."""
+    from coordinator.sim.ec2_events import SPOT_TERMINATION, with_state_reason
+
+    with MotoServer() as aws:
+        target = aws.target()
+        ec2, sqs, events = target.client("ec2"), target.client("sqs"), target.client("events")
+        queue = sqs.create_queue(QueueName="events")["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]
+        pattern = {"source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]}
+        events.put_rule(Name="ends", EventPattern=json.dumps(pattern))
+        events.put_targets(Rule="ends", Targets=[{"Id": "q", "Arn": queue_arn["QueueArn"]}])
+        image = ec2.describe_images()["Images"][0]["ImageId"]
+        reclaimed, ended = (
+            i["InstanceId"] for i in ec2.run_instances(ImageId=image, MinCount=2, MaxCount=2)["Instances"]
+        )
+        with_state_reason(target.client("ec2"), SPOT_TERMINATION).terminate_instances(InstanceIds=[reclaimed])
+        ec2.terminate_instances(InstanceIds=[ended])
+
+        described = ec2.describe_instances(InstanceIds=[reclaimed, ended])["Reservations"]
+        reasons = {i["InstanceId"]: i["StateReason"]["Code"] for r in described for i in r["Instances"]}
+        assert reasons == {reclaimed: SPOT_TERMINATION, ended: "Client.UserInitiatedShutdown"}
+        got = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=2)["Messages"]
+        details = sorted(
+            (json.loads(m["Body"])["detail"]["instance-id"], json.loads(m["Body"])["detail"]["state"])
+            for m in got
+        )
+        assert details == sorted([(reclaimed, "terminated"), (ended, "terminated")])
