@@ -78,6 +78,8 @@ class AttemptBook:
         self.clock = clock
         self.monitor = monitor
         self.active: dict[str, Tracked] = {}
+        # segment -> its warned attempt, draining while its replacement (in `active`) boots
+        self.leaving: dict[str, Tracked] = {}
         self.switching: dict[str, float] = {}  # segment -> wall time its on-demand instance was told to stop
         self.boots_seen: list[float] = []  # cloud seconds from launch to first heartbeat
         self.not_before: dict[str, float] = {}  # segment -> cloud time of its next launch try
@@ -205,7 +207,11 @@ class AttemptBook:
         tracked = self.active.pop(segment)
         self.switching.pop(segment, None)
         self.checkpointed.pop(segment, None)
-        attempt = tracked.active
+        self.close(tracked, end_reason, view)
+
+    def close(self, tracked: Tracked, end_reason: str, view: AttemptView | None) -> None:
+        """`end` for an attempt that is no longer its segment's active one (a warned, leaving one)."""
+        segment, attempt = tracked.active.segment_id, tracked.active
         self.fleet.terminate_and_confirm([attempt.instance_id])
         crash_point("after-terminate")
         ended = self.instance_end(tracked, view)
@@ -264,8 +270,12 @@ class AttemptBook:
             return sum(a["market"] == market and a["end_reason"] in reasons for a in attempts)
 
         last: Market | None = attempts[-1]["market"] if attempts else None
+        leaving = self.leaving.get(segment)  # warned: an interruption already, though not yet ended
+        if leaving is not None:
+            last = "spot" if leaving.active.market == "spot" else "on-demand"
         return SegmentHistory(
-            spot_interruptions=count("spot", ("interrupted", "lost")),
+            spot_interruptions=count("spot", ("interrupted", "lost"))
+            + (last == "spot" and leaving is not None),
             spot_launch_failures=count("spot", ("failed-launch",)),
             on_demand_launch_failures=count("on-demand", ("failed-launch",)),
             last_market=last,

@@ -2,6 +2,8 @@
 
 One cycle, every `cycle_seconds` (wall):
 
+0. act on EC2's events for the job's instances (`events.py`, when the stack queues them): an interruption
+   warning hands the segment over to a replacement at once (`handover.py`);
 1. observe every active attempt (monitor: heartbeat + instance state) and act on what it says: first
    heartbeat -> RUNNING; done -> DONE; draining (a notice or SIGTERM, checkpoint written) -> INTERRUPTED;
    lost (stale heartbeat, instance gone, never booted) -> LOST -> INTERRUPTED; failed -> FAILED. An attempt
@@ -10,6 +12,8 @@ One cycle, every `cycle_seconds` (wall):
 2. launch: the pass for the policy's kind (`launch_passes.py`) decides which segments get an instance and
    on which market; every launch asks the budget guard first;
 3. log a status line per active segment every `status_every` cloud seconds (`status.py`).
+
+Between cycles the loop waits on the events queue: an event wakes it at once.
 
 The job ends when every segment is DONE or FAILED; then every instance of the job is terminated and the
 re-listing must come back empty (`LeakError` otherwise). Everything the loop decides goes through the SQLite
@@ -46,7 +50,9 @@ from coordinator.job.attempt_records import attempt_records
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.clock import CloudClock
 from coordinator.job.crash_points import crash_point
+from coordinator.job.events import EventQueue
 from coordinator.job.fleet import Fleet
+from coordinator.job.handover import Handover
 from coordinator.job.launch_passes import launch_pass_for
 from coordinator.job.monitor import AttemptView, Monitor
 from coordinator.job.reconcile import reconcile
@@ -91,6 +97,7 @@ class Controller:
         quotes: dict[str, PriceQuote],
         clock: CloudClock,
         on_cycle: Callable[[list[SegmentStatus]], None] | None = None,
+        events: EventQueue | None = None,
     ) -> None:
         if isinstance(policy, DeadlinePolicy) and spec.deadline_seconds is None:
             raise DeadlineRequired(f"policy {policy.name!r} needs the job's deadline (deadline_seconds)")
@@ -117,6 +124,8 @@ class Controller:
             monitor=self.monitor,
         )
         self.launch_pass = launch_pass_for(self.book, policy)
+        self.events = events
+        self.handover = Handover(self.book, replace_on_rebalance=spec.replace_on_rebalance)
         self.status_log = StatusLog(self.book, spec.status_every)
 
     # -- the loop ---------------------------------------------------------------------------------------
@@ -126,10 +135,12 @@ class Controller:
         started_cloud = self.clock.now()
         reconcile(self.book)
         stopped = ""
+        if self.events is not None:
+            self.events.start()
         try:
             while not self._finished():
                 self.cycle()
-                time.sleep(self.spec.cycle_seconds)
+                self._wait(self.spec.cycle_seconds)
         except AwsSetupError as error:  # no retry can fix it: stop now; the same job id resumes later
             stopped = str(error)
             log.error("job %s stopped: %s", self.spec.job_id, error)
@@ -143,18 +154,43 @@ class Controller:
         except BaseException:
             self.abandon("coordinator stopped")
             raise
+        finally:
+            if self.events is not None:
+                self.events.close()
         self.confirm_nothing_left()
         return self._outcome(started_cloud, time.time() - started_wall, stopped)
 
     def cycle(self) -> None:
+        self._take_events()
         now_wall = time.time()
-        for view in self.monitor.observe([t.active for t in self.book.active.values()], now=now_wall):
-            self._act(view)
+        leaving = {t.active.attempt_id for t in self.book.leaving.values()}
+        watched = [t.active for t in (*self.book.active.values(), *self.book.leaving.values())]
+        for view in self.monitor.observe(watched, now=now_wall):
+            if view.attempt.attempt_id in leaving:
+                self.handover.observe(view)
+            else:
+                self._act(view)
         self.launch_pass.run()
         self._status()
 
+    def _take_events(self) -> None:
+        if self.events is None:
+            return
+        for tracked in self.book.active.values():
+            self.events.watch(tracked.active.instance_id)
+        for event in self.events.take():
+            self.handover.act(event)
+            self.events.handled(event)
+
+    def _wait(self, seconds: float) -> None:
+        if self.events is None:
+            time.sleep(seconds)
+        else:
+            self.events.wait(seconds)  # an event ends the wait at once
+
     def _finished(self) -> bool:
-        return all(row.state in states.TERMINAL for row in self.state.segments(self.spec.job_id))
+        segments = self.state.segments(self.spec.job_id)
+        return all(row.state in states.TERMINAL for row in segments) and not self.book.leaving
 
     # -- acting on what the monitor saw -----------------------------------------------------------------
 
@@ -201,6 +237,10 @@ class Controller:
         if alive:
             log.warning("%s: terminating %d instance(s): %s", why, len(alive), ", ".join(alive))
             self.fleet.terminate_and_confirm(alive)
+        try:
+            self.handover.close_all(why)
+        except (RunStorageError, BudgetConfigError, OSError) as error:  # a full disk: the resume settles
+            log.warning("leaving attempts not closed (%s); a resume closes them", error)
         for segment in list(self.book.active):
             try:
                 self.book.end(segment, "terminated", None)

@@ -4,7 +4,9 @@ A coordinator killed at any point and started again with the same job id calls `
 its first cycle:
 
 1. every open attempt (no end recorded) with an instance is adopted: the loop watches it again, and the
-   monitor decides from its heartbeat and instance state whether it is still running;
+   monitor decides from its heartbeat and instance state whether it is still running; of two open attempts
+   of one segment (a warned one and its replacement, `handover.py`) the older is adopted as leaving, and
+   so is the open attempt of an INTERRUPTED segment (warned, its replacement not launched yet);
 2. an open attempt without an instance id stopped around the launch call: the call is repeated with the
    same attempt id (the fleet adopts the instance if the first call did run);
 3. a segment left LAUNCHING without an attempt goes to FAILED_LAUNCH; one left RUNNING, DRAINING or LOST
@@ -46,9 +48,13 @@ def reconcile(book: AttemptBook) -> None:
         active = ActiveAttempt(
             row.segment_id, attempt["attempt_id"], attempt["instance_id"], attempt["market"], launched_wall
         )
-        book.active[row.segment_id] = Tracked(
-            active, book.index[row.segment_id], attempt["launched_at"], label
-        )
+        tracked = Tracked(active, book.index[row.segment_id], attempt["launched_at"], label)
+        if row.state == states.INTERRUPTED:  # warned; stopped before its replacement was launched
+            book.leaving[row.segment_id] = tracked
+            continue
+        if row.segment_id in book.active:  # launched in order: the earlier one was warned and is leaving
+            book.leaving[row.segment_id] = book.active[row.segment_id]
+        book.active[row.segment_id] = tracked
         info = instances.get(attempt["instance_id"])
         listed = info.state if info else "not listed"
         log.info("%s: adopted %s (%s) after a restart", row.segment_id, attempt["instance_id"], listed)

@@ -39,6 +39,7 @@ from coordinator.errors import StackOutputsError
 from coordinator.job.clock import CloudClock
 from coordinator.job.controller import Controller, JobOutcome
 from coordinator.job.crash_points import check_crash_setting
+from coordinator.job.events import EventQueue, owners_by_tag
 from coordinator.job.fleet import Fleet
 from coordinator.job.merge import MergeReport, merge_results
 from coordinator.job.roles import JobRoles
@@ -156,22 +157,22 @@ def run_job(
         usage = UsageRecorder(cloud.cloudwatch, cloud.stack.metrics_namespace, run_dir / "usage.jsonl")
         with run_log(run_dir):
             role = roles.ensure(spec.job_id)
-            fleet = Fleet(
-                cloud.ec2,
-                templates=cloud.stack.launch_template_ids,
-                subnets=cloud.stack.subnet_ids,
-                instance_profile_arn=role.instance_profile_arn,
-            )
             controller = Controller(
                 spec=spec,
                 state=state,
-                fleet=fleet,
+                fleet=Fleet(
+                    cloud.ec2,
+                    templates=cloud.stack.launch_template_ids,
+                    subnets=cloud.stack.subnet_ids,
+                    instance_profile_arn=role.instance_profile_arn,
+                ),
                 store=job_store,
                 policy=make_policy(spec.policy, **spec.policy_options),
                 guard=guard,
                 quotes=quotes,
                 clock=clock,
                 on_cycle=on_cycle,
+                events=_event_queue(cloud, spec.job_id),
             )
             tail = WorkerLogTail(cloud.logs, cloud.stack.log_group, job_id=spec.job_id)
             controller.book.after_end += [usage.attempt_ended, tail.attempt_ended]
@@ -182,8 +183,8 @@ def run_job(
         merge = None
         if outcome.succeeded:
             input_store = S3Store(cloud.bucket, "", client=cloud.s3)
-            segment_ids = [s.segment_id for s in segments]
-            merge = merge_results(job_store, input_store, spec.input_key, segment_ids, run_dir)
+            ids = [s.segment_id for s in segments]
+            merge = merge_results(job_store, input_store, spec.input_key, ids, run_dir)
         ledger_path = None
         if outcome.attempts:
             records = usage.fill(outcome.attempts)
@@ -193,6 +194,18 @@ def run_job(
         return RunResult(outcome, merge, ledger_path, run_dir)
     finally:
         state.close()
+
+
+def _event_queue(cloud: CloudTarget, job_id: str) -> EventQueue | None:
+    """EC2's events for the job from the stack's queue (a stack applied before it had one: none)."""
+    if not cloud.stack.events_queue_url:
+        logging.getLogger("coordinator").warning(
+            "the stack has no events queue: apply it again to act on EC2's interruption warnings"
+        )
+        return None
+    return EventQueue(
+        cloud.target.client("sqs"), cloud.stack.events_queue_url, job_id, owners=owners_by_tag(cloud.ec2)
+    )
 
 
 def _delete_role(roles: JobRoles, job_id: str) -> None:

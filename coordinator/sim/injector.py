@@ -10,13 +10,16 @@ Two models of when spot capacity goes away:
   start offset (one zone per run): while the trace says unavailable, every spot instance is interrupted and
   spot launches fail for lack of capacity (the fault proxy asks `spot_available()`).
 
-An interruption: the 2-minute notice is served on the instance's metadata path, then after the grace
-period (cloud seconds, scaled) the instance is terminated in moto and its worker gets SIGTERM, then
-SIGKILL. A hard kill skips the notice (SIGKILL and terminate at once): a crash, not a spot reclaim.
+An interruption: the 2-minute notice is served on the instance's metadata path and, as EC2 does, published
+as an "EC2 Spot Instance Interruption Warning" through the emulator's EventBridge (the stack's rule delivers
+it to the coordinator's queue); after the grace period (cloud seconds, scaled) the instance is terminated
+in moto as a spot reclaim (StateReason `Server.SpotInstanceTermination`) and its worker gets SIGTERM,
+then SIGKILL. A hard kill skips the notice (SIGKILL and terminate at once, the same reason).
 
 Usage::
 
-    injector = InterruptionInjector(ec2, runtime, imds, clock, RandomInterruptions(0.3, 300), seed=7)
+    injector = InterruptionInjector(ec2, runtime, imds, clock, RandomInterruptions(0.3, 300), seed=7,
+                                    aws=target)    # reclaims and EventBridge warnings through `target`
     with injector:                       # a thread; every interruption lands in injector.records
         ...
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import random
 import threading
@@ -37,12 +41,15 @@ from typing import Any
 
 from coordinator.job.clock import CloudClock
 from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_MARKET, TAG_SEGMENT
+from coordinator.sim.ec2_events import SPOT_TERMINATION, interruption_warning, with_state_reason
 from coordinator.sim.instance_runtime import InstanceRuntime
 from coordinator.sim.metadata_server import MetadataServer
+from coordinator.stack.target import AwsTarget
 from coordinator.whatif.traces import AvailabilityTrace
 
 NOTICE_SECONDS = 120.0  # AWS gives two minutes between the notice and the reclaim
 TICK_SECONDS = 0.05  # wall: how often the injector looks at the clock
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +105,11 @@ class Interruption:
     reclaim_cloud: float
 
 
+def _account_of(ec2: Any, instance_id: str) -> str:
+    reservations = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+    return str(reservations[0]["OwnerId"])
+
+
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -113,8 +125,13 @@ class InterruptionInjector:
         *,
         seed: int = 0,
         notice_seconds: float = NOTICE_SECONDS,
+        aws: AwsTarget | None = None,
     ) -> None:
         self.ec2 = ec2
+        # an EC2 client of its own, whose terminations say "spot reclaim"; EventBridge for the warnings
+        self.reclaimer = with_state_reason(aws.client("ec2"), SPOT_TERMINATION) if aws else ec2
+        self.events = aws.client("events") if aws else None
+        self.warnings_published = 0
         self.runtime = runtime
         self.imds = imds
         self.clock = clock
@@ -200,11 +217,23 @@ class InterruptionInjector:
             self._terminate(instance_id)
             return record
         self.imds.issue_notice(instance_id, action_time=_iso(record.reclaim_cloud))
+        self._publish_warning(instance_id)
         timer = threading.Timer(self.clock.wall(self.notice_seconds), self._reclaim, args=(instance_id,))
         timer.daemon = True
         self._timers.append(timer)
         timer.start()
         return record
+
+    def _publish_warning(self, instance_id: str) -> None:
+        if self.events is None:
+            return
+        region = self.events.meta.region_name
+        try:
+            account = self._account = getattr(self, "_account", None) or _account_of(self.ec2, instance_id)
+            self.events.put_events(Entries=[interruption_warning(instance_id, region, account)])
+            self.warnings_published += 1
+        except Exception as error:  # the worker still has its notice: the heartbeat path carries on
+            log.warning("interruption warning for %s not published: %s", instance_id, error)
 
     def _reclaim(self, instance_id: str) -> None:
         self._terminate(instance_id)
@@ -212,7 +241,7 @@ class InterruptionInjector:
 
     def _terminate(self, instance_id: str) -> None:
         with contextlib.suppress(Exception):  # already gone: the coordinator got there first
-            self.ec2.terminate_instances(InstanceIds=[instance_id])
+            self.reclaimer.terminate_instances(InstanceIds=[instance_id])
 
     def save(self, path: Path) -> None:
         path.write_text("".join(json.dumps(asdict(r)) + "\n" for r in self.records), encoding="utf-8")

@@ -36,6 +36,7 @@ from coordinator.job.clock import CloudClock
 from coordinator.job.instances import list_instances
 from coordinator.job.launch_contract import TAG_SEGMENT
 from coordinator.sim.awslogs import shipper_for
+from coordinator.sim.ec2_events import INSTANCE_SHUTDOWN, with_state_reason
 from coordinator.sim.host_agent import HostAgent, Reply
 from coordinator.sim.lifeline import popen_tied
 from coordinator.sim.machine import (
@@ -79,6 +80,7 @@ class InstanceRuntime:
         self.target, self.image, self.imds, self.log_dir, self.clock = target, image, imds, log_dir, clock
         self.kill_grace, self.poll_every, self.job_id = kill_grace, poll_every, job_id
         self.ec2, self.iam, self.sts = target.client("ec2"), target.client("iam"), target.client("sts")
+        self._powered_off = with_state_reason(target.client("ec2"), INSTANCE_SHUTDOWN)  # EC2's reason
         self.launcher = WorkerLauncher(boot)
         self.instances: dict[str, SimulatedInstance] = {}
         self.lock = threading.RLock()
@@ -274,7 +276,7 @@ class InstanceRuntime:
     def _terminate(self, machine: str) -> None:
         """The machine powered itself off: EC2 terminates the instance (the loop stops its processes)."""
         try:
-            self.ec2.terminate_instances(InstanceIds=[machine])
+            self._powered_off.terminate_instances(InstanceIds=[machine])
         except Exception as error:  # already gone: the coordinator got there first
             log.debug("terminate %s: %s", machine, error)
 

@@ -88,7 +88,9 @@ def one_run(
     _arm_faults(lab)
     with (
         _runtime(lab, run_dir, clock, job_id) as runtime,
-        InterruptionInjector(lab.direct_ec2, runtime, lab.imds, clock, model, seed=settings.seed) as injector,
+        InterruptionInjector(
+            lab.direct_ec2, runtime, lab.imds, clock, model, seed=settings.seed, aws=lab.infra.target
+        ) as injector,
     ):
         if isinstance(model, TraceReplay):  # no spot capacity while the trace says so
             rule = FaultRule(
