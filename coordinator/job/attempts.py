@@ -278,5 +278,6 @@ class AttemptBook:
             + (last == "spot" and leaving is not None),
             spot_launch_failures=count("spot", ("failed-launch",)),
             on_demand_launch_failures=count("on-demand", ("failed-launch",)),
+            worker_crashes=count("spot", ("crashed",)) + count("on-demand", ("crashed",)),
             last_market=last,
         )

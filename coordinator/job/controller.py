@@ -50,6 +50,7 @@ from coordinator.job.attempt_records import attempt_records
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.clock import CloudClock
 from coordinator.job.crash_points import crash_point
+from coordinator.job.end_reasons import lost_end_reason
 from coordinator.job.events import EventQueue
 from coordinator.job.fleet import Fleet
 from coordinator.job.handover import Handover
@@ -222,8 +223,9 @@ class Controller:
             self.state.set_interrupted(job, segment, reason=f"{why}: checkpoint written, instance released")
         elif view.verdict == "lost":
             self.state.set_lost(job, segment, reason=view.reason)
-            book.end(segment, "lost", view)
-            self.state.set_interrupted(job, segment, reason="lost: resuming from the last checkpoint")
+            ended = lost_end_reason(view)  # a reclaim, a crashed worker, or unknown: EC2's StateReason
+            book.end(segment, ended, view)
+            self.state.set_interrupted(job, segment, reason=f"{ended}: resuming from the last checkpoint")
         elif view.verdict == "failed":
             self.state.set_failed(job, segment, reason=view.reason)
             book.failures[segment] = view.reason

@@ -33,6 +33,7 @@ class InstanceInfo:
     instance_id: str
     state: str
     tags: dict[str, str]
+    state_reason: str = ""  # EC2's StateReason code, as Server.SpotInstanceTermination ("" none given)
 
     @property
     def alive(self) -> bool:
@@ -73,8 +74,9 @@ def list_instances(
         for reservation in page["Reservations"]:
             for instance in reservation["Instances"]:
                 tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
+                reason = str(instance.get("StateReason", {}).get("Code", ""))
                 found[instance["InstanceId"]] = InstanceInfo(
-                    instance["InstanceId"], instance["State"]["Name"], tags
+                    instance["InstanceId"], instance["State"]["Name"], tags, reason
                 )
         token = page.get("NextToken")
         if not token:

@@ -22,7 +22,7 @@ from typing import Protocol
 from coordinator.job import state as states
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.state import SegmentRow
-from coordinator.policies.base import Cause, Market, on_demand_exhausted
+from coordinator.policies.base import Cause, Market, beyond_retry
 from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
 from coordinator.policies.recovery import RecoveryPolicy
 from inference.checkpoint import load_checkpoint
@@ -80,7 +80,7 @@ class DeadlinePass:
         failed_here = row.state == states.FAILED_LAUNCH and history.last_market == market
         if failed_here and book.clock.now() < book.not_before.get(segment, 0.0):
             return  # this market refused this segment a moment ago
-        exhausted = on_demand_exhausted(history)
+        exhausted = beyond_retry(history)
         if exhausted is not None:
             book.fail(segment, exhausted.reason)
             return

@@ -5,7 +5,8 @@ attempt is judged by the first rule that matches:
 
 1. heartbeat `done` -> done; `failed` -> failed (the worker says why); `draining` -> draining
    (it saw a notice or SIGTERM, wrote its checkpoint and is stopping);
-2. the instance is gone (terminated, shutting down, or not listed) -> lost;
+2. the instance is gone (terminated, shutting down, or not listed) -> lost, with EC2's reason
+   (`StateReason`): the controller tells a spot reclaim from a crashed worker by it (`end_reasons.py`);
 3. heartbeat older than `heartbeat_timeout` -> lost;
 4. no heartbeat of this attempt yet: lost once `boot_timeout` has passed since the launch, else booting;
 5. otherwise running.
@@ -54,6 +55,7 @@ class AttemptView:
     reason: str
     instance_state: str | None  # None: EC2 does not list it
     heartbeat: Heartbeat | None  # the latest heartbeat of this attempt seen so far
+    state_reason: str = ""  # EC2's StateReason code of a gone instance
 
 
 def read_heartbeat(store: ObjectStore, segment_id: str) -> Heartbeat | None:
@@ -76,6 +78,7 @@ def judge(
     now: float,
     heartbeat_timeout: float,
     boot_timeout: float,
+    state_reason: str = "",
 ) -> tuple[Verdict, str]:
     """The rules of the module docstring, as one pure function."""
     if heartbeat is not None and heartbeat.state == "done":
@@ -85,7 +88,8 @@ def judge(
     if heartbeat is not None and heartbeat.state == "draining":
         return "draining", f"heartbeat draining ({heartbeat.message or 'stop requested'})"
     if instance_state is None or instance_state in GONE_STATES:
-        return "lost", f"instance {attempt.instance_id} is {instance_state or 'not listed'}"
+        why = f" ({state_reason})" if state_reason else ""
+        return "lost", f"instance {attempt.instance_id} is {instance_state or 'not listed'}{why}"
     if heartbeat is not None:
         age = now - heartbeat.ts
         if age > heartbeat_timeout:
@@ -134,7 +138,7 @@ class Monitor:
                     self._latest[attempt.attempt_id] = beat
             heartbeat = self._latest.get(attempt.attempt_id)
             info = instances.get(attempt.instance_id)
-            state = info.state if info else None
+            state, state_reason = (info.state, info.state_reason) if info else (None, "")
             verdict, reason = judge(
                 attempt,
                 heartbeat,
@@ -142,6 +146,7 @@ class Monitor:
                 now=now,
                 heartbeat_timeout=self.heartbeat_timeout,
                 boot_timeout=self.boot_timeout,
+                state_reason=state_reason,
             )
-            views.append(AttemptView(attempt, verdict, reason, state, heartbeat))
+            views.append(AttemptView(attempt, verdict, reason, state, heartbeat, state_reason))
         return views

@@ -19,6 +19,7 @@ from typing import Literal
 Market = Literal["spot", "on-demand"]
 Cause = Literal["interrupted", "failed-launch"]
 MAX_ON_DEMAND_LAUNCH_FAILURES = 3  # on-demand capacity errors are rare and short; past three, a human looks
+MAX_WORKER_CRASHES = 2  # a worker that died twice on one segment dies a third time: its log says why
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,7 @@ class SegmentHistory:
     spot_launch_failures: int = 0
     on_demand_launch_failures: int = 0
     last_market: Market | None = None  # the market of the attempt that just ended
+    worker_crashes: int = 0  # attempts whose worker died (not interruptions: never a reason to retry spot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +43,11 @@ class Decision:
         return self.market is None
 
 
-def on_demand_exhausted(history: SegmentHistory) -> Decision | None:
-    """Give up once on-demand launches have failed too often, whatever the policy."""
+def beyond_retry(history: SegmentHistory) -> Decision | None:
+    """Give up, whatever the policy, once on-demand launches have failed too often or the worker has
+    crashed too often (a bug or a segment it cannot process: another instance will not help)."""
     if history.on_demand_launch_failures >= MAX_ON_DEMAND_LAUNCH_FAILURES:
         return Decision(None, f"{history.on_demand_launch_failures} on-demand launch failures")
+    if history.worker_crashes >= MAX_WORKER_CRASHES:
+        return Decision(None, f"the worker crashed {history.worker_crashes} times: see its log")
     return None

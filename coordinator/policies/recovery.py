@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from coordinator.errors import ConfigError
-from coordinator.policies.base import Cause, Decision, Market, SegmentHistory, on_demand_exhausted
+from coordinator.policies.base import Cause, Decision, Market, SegmentHistory, beyond_retry
 
 
 class RecoveryPolicy:
@@ -39,7 +39,7 @@ class RecoveryPolicy:
         """1. on-demand failures past the limit give up; 2. an on-demand launch that failed tries on-demand
         again (a segment placed on on-demand is not moved to spot); 3. spot within its retries stays on
         spot; 4. otherwise fall back to on-demand."""
-        exhausted = on_demand_exhausted(history)
+        exhausted = beyond_retry(history)
         if exhausted is not None:
             return exhausted
         if cause == "failed-launch" and history.last_market == "on-demand":
@@ -61,7 +61,7 @@ class OnDemand(RecoveryPolicy):
         return "on-demand"
 
     def recover(self, history: SegmentHistory, cause: Cause) -> Decision:
-        return on_demand_exhausted(history) or Decision("on-demand", f"{cause}: on-demand again")
+        return beyond_retry(history) or Decision("on-demand", f"{cause}: on-demand again")
 
 
 class SpotOnly(RecoveryPolicy):
@@ -73,6 +73,9 @@ class SpotOnly(RecoveryPolicy):
         return "spot"
 
     def recover(self, history: SegmentHistory, cause: Cause) -> Decision:
+        given_up = beyond_retry(history)
+        if given_up is not None:
+            return given_up
         lost = history.spot_interruptions + history.spot_launch_failures
         if lost > self.max_spot_retries:
             return Decision(

@@ -31,6 +31,7 @@ import json
 import logging
 import math
 import random
+import signal
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -99,7 +100,7 @@ class Interruption:
     instance_id: str
     segment_id: str
     attempt_id: str
-    kind: str  # "notice" or "hard-kill"
+    kind: str  # "notice", "hard-kill" or "crash" (not AWS's doing: the worker died)
     notice_wall: float
     notice_cloud: float
     reclaim_cloud: float
@@ -222,6 +223,25 @@ class InterruptionInjector:
         timer.daemon = True
         self._timers.append(timer)
         timer.start()
+        return record
+
+    def crash(self, instance_id: str) -> Interruption | None:
+        """Not AWS's doing: the worker dies (SIGKILL) and its machine powers itself off (the boot script's
+        trap), as after an out-of-memory kill. Recorded with kind "crash"; not an interruption."""
+        with self._lock:
+            if instance_id in self.handled:
+                return None
+            self.handled.add(instance_id)
+        instance = self.runtime.running().get(instance_id)
+        if instance is None or instance.worker is None:
+            return None
+        now = self.clock.now()
+        tags = instance.tags
+        record = Interruption(
+            instance_id, tags.get(TAG_SEGMENT, ""), tags.get(TAG_ATTEMPT, ""), "crash", time.time(), now, now
+        )
+        self.records.append(record)
+        instance.worker.signal(signal.SIGKILL)
         return record
 
     def _publish_warning(self, instance_id: str) -> None:

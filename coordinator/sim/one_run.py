@@ -24,13 +24,14 @@ from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_ledger
 from coordinator.errors import SimulationError
 from coordinator.job.clock import CloudClock
-from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_MARKET, TAG_SEGMENT, WorkerTuning
+from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_MARKET, WorkerTuning
 from coordinator.job.runner import CloudTarget, RunResult, run_job
 from coordinator.job.spec import JobSpec
 from coordinator.job.status import SegmentStatus
 from coordinator.policies.base import Market
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
+from coordinator.sim.forced import chain, forced_interrupter
 from coordinator.sim.image import IMAGE_MODEL_DIR
 from coordinator.sim.injector import InterruptionInjector, RandomInterruptions, TraceReplay
 from coordinator.sim.instance_runtime import InstanceRuntime
@@ -100,8 +101,12 @@ def one_run(
                 active=lambda: not injector.spot_available(),
             )
             lab.proxy.add(rule)
-        forced = _forced_interrupter(
-            injector, runtime, clock, settings.forced_interruptions.get(name, []), hard=settings.forced_hard
+        forced = forced_interrupter(
+            injector,
+            runtime,
+            clock,
+            settings.forced_interruptions.get(name, []),
+            kind="crash" if settings.forced_crash else "hard-kill" if settings.forced_hard else "notice",
         )
         try:
             result = run_job(
@@ -119,7 +124,7 @@ def one_run(
                 guard=lab.guard,
                 clock=clock,
                 run_dir=run_dir,
-                on_cycle=_chain(on_cycle, forced),
+                on_cycle=chain(on_cycle, forced),
                 extra=_run_record(lab, name, config, model),
             )
         finally:
@@ -133,7 +138,8 @@ def one_run(
     lab.proxy.injected.clear()
     lab.proxy.latencies.clear()
     lab.proxy.launched.clear()
-    return SimulatedRun(name, config, result, len(injector.records), pace, mlflow_run_id)
+    reclaims = sum(r.kind != "crash" for r in injector.records)
+    return SimulatedRun(name, config, result, reclaims, pace, mlflow_run_id)
 
 
 def _runtime(lab: Lab, run_dir: Path, clock: CloudClock, job_id: str) -> InstanceRuntime:
@@ -253,44 +259,3 @@ def _log_to_mlflow(settings: SimulationSettings, result: RunResult, config: str)
         },
         ledger_path=result.ledger_path,
     )
-
-
-def _forced_interrupter(
-    injector: InterruptionInjector,
-    runtime: InstanceRuntime,
-    clock: CloudClock,
-    at: list[float],
-    *,
-    hard: bool,
-) -> OnCycle:
-    """For tests: at each listed cloud second after the start, interrupt one running spot instance."""
-    pending = sorted(at)
-    start = clock.now()
-
-    def check(statuses: list[SegmentStatus]) -> None:
-        while pending and clock.now() - start >= pending[0]:
-            working = {
-                s.segment_id
-                for s in statuses
-                if s.state == "RUNNING" and s.market == "spot" and s.rows_done > 0
-            }
-            spot = sorted(
-                i
-                for i, inst in runtime.running().items()
-                if inst.tags.get(TAG_SEGMENT) in working and i not in injector.handled
-            )
-            if not spot:
-                return  # no spot worker busy yet: try again next cycle
-            pending.pop(0)
-            injector.interrupt(spot[0], hard=hard)
-
-    return check
-
-
-def _chain(*callbacks: OnCycle | None) -> OnCycle:
-    def call(statuses: list[SegmentStatus]) -> None:
-        for callback in callbacks:
-            if callback is not None:
-                callback(statuses)
-
-    return call

@@ -82,6 +82,7 @@ class SimulationSettings:
     forced_interruptions: dict[str, list[float]] = field(default_factory=dict)
     # run name -> cloud seconds after the start at which to interrupt one running spot instance (tests)
     forced_hard: bool = False  # forced interruptions are hard kills (SIGKILL + terminate), not notices
+    forced_crash: bool = False  # forced "interruptions" are worker crashes (SIGKILL; the machine powers off)
     cycle_seconds: float = CYCLE_SECONDS  # the coordinator's look interval (wall)
     # the deadline configuration's deadline: this many times the mean on-demand job time of the same matrix
     # (measured first, so it follows the machine's speed), or a fixed number of cloud seconds

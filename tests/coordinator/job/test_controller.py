@@ -128,6 +128,38 @@ def test_hybrid_with_forced_interruptions_equals_an_uninterrupted_run(
     assert sum(a["rows_wasted"] for a in attempts if a["end_reason"] == "interrupted") == 0
 
 
+def test_a_crashed_worker_is_told_from_an_interruption_by_ec2s_state_reason(
+    stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
+) -> None:
+    """A worker killed on its spot instance (the machine then powers itself off: EC2 says
+    Client.InstanceInitiatedShutdown) is a crash: not an interruption, so hybrid relaunches it on spot
+    rather than falling back to on-demand, and the ledger says why the attempt ended."""
+    config = settings(
+        tmp_path,
+        busy_model_dir,
+        sentences_parquet,
+        runs={"hybrid": 1},
+        forced_interruptions={"hybrid-01": [20.0]},
+        forced_crash=True,
+    )
+    (hybrid,) = run_matrix(config, stack)
+    assert hybrid.result.outcome.succeeded, hybrid.result.outcome.failures
+    input_ids = pq.read_table(sentences_parquet).column("id").to_pylist()
+    assert sorted(predictions(hybrid.result.run_dir)) == sorted(input_ids)
+    assert hybrid.interruptions == 0
+    ledger = [json.loads(line) for line in (hybrid.result.run_dir / "ledger.jsonl").read_text().splitlines()]
+    attempts = [a for a in ledger if a["kind"] == "attempt"]
+    crashed = [a for a in attempts if a["end_reason"] == "crashed"]
+    assert len(crashed) == 1
+    markets = [a["market"] for a in attempts if a["segment_id"] == crashed[0]["segment_id"]]
+    assert markets == ["spot", "spot"]  # a crash spends no spot retry (hybrid allows none)
+    assert ledger[-1]["interruptions"] == 0
+    lost = [e for e in events(hybrid.result.run_dir) if e["to_state"] == "LOST"]
+    assert [e["segment_id"] for e in lost] == [crashed[0]["segment_id"]]
+    assert "(Client.InstanceInitiatedShutdown)" in lost[0]["reason"]
+    assert alive(stack, job_of(config, hybrid.name)) == []
+
+
 def test_throttling_500s_and_spot_capacity_are_handled_per_policy(
     stack: Infrastructure, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
 ) -> None:

@@ -102,3 +102,12 @@ def test_the_deadline_reserve_shrinks_with_the_work_left() -> None:
     assert policy.choose(last_bit) is None
     no_slack = dataclasses.replace(last_bit, deadline_s=last_bit.deadline_s - 2_460)  # 40 s left
     assert policy.choose(no_slack) == "on-demand"
+
+
+@pytest.mark.parametrize("name", ["on-demand", "spot-only", "hybrid"])
+def test_a_crashed_worker_is_not_an_interruption_and_twice_is_the_end(name: str) -> None:
+    policy = recovery(name, max_spot_retries=0) if name != "on-demand" else recovery(name)
+    once = policy.recover(SegmentHistory(worker_crashes=1, last_market="spot"), "interrupted")
+    assert once.market == ("on-demand" if name == "on-demand" else "spot")  # a crash spends no spot retry
+    twice = policy.recover(SegmentHistory(worker_crashes=2, last_market="spot"), "interrupted")
+    assert twice.market is None and "crashed 2 times" in twice.reason
