@@ -165,6 +165,11 @@ class CapacityError(LaunchError, Retryable):
     """No capacity (or price, or limit) for this market now: the policy decides what next."""
 
 
+class ThrottledError(LaunchError, Retryable):
+    """AWS kept throttling (or answering 5xx) past the client's adaptive retries: no verdict on the call;
+    it is made again later, never a reason to give a segment up."""
+
+
 class ProviderError(SpotbatchError):
     """The GPU cloud refused or failed a call; the message has its error code and what was asked."""
 

@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from coordinator.cost.billing import billed_seconds, cost_usd
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceQuote
-from coordinator.errors import AwsSetupError, BudgetGuardExceeded, CapacityError, LaunchError
+from coordinator.errors import (
+    AwsSetupError,
+    BudgetGuardExceeded,
+    CapacityError,
+    LaunchError,
+    ThrottledError,
+)
 from coordinator.job.clock import CloudClock
 from coordinator.job.crash_points import crash_point
 from coordinator.job.fleet import Fleet
@@ -159,11 +165,11 @@ class AttemptBook:
         )
         log.info("%s: launched %s on %s as %s", segment, instance_id, market, attempt_id)
 
-    def _end_unlaunched(self, attempt_id: str, label: str) -> None:
+    def _end_unlaunched(self, attempt_id: str, label: str, reason: str = "failed-launch") -> None:
         self.state.attempt_ended(
             attempt_id,
             ended_at=self.clock.now(),
-            end_reason="failed-launch",
+            end_reason=reason,
             rows_kept=0,
             rows_wasted=0,
             billed_seconds=0,
@@ -175,14 +181,15 @@ class AttemptBook:
         self, segment: str, attempt_id: str, market: str, label: str, error: LaunchError
     ) -> None:
         now = self.clock.now()
-        self._end_unlaunched(attempt_id, label)
+        throttled = isinstance(error, ThrottledError)  # no verdict on the market: not a launch failure
+        self._end_unlaunched(attempt_id, label, "throttled" if throttled else "failed-launch")
         self.state.set_failed_launch(
             self.job_id, segment, reason=f"{market}: {error} (history: {error.history})"
         )
         self.not_before[segment] = now + self.spec.relaunch_backoff
         if market == "spot" and isinstance(error, CapacityError):
             self.spot_unavailable_until = now + self.spec.relaunch_backoff
-        if not isinstance(error, CapacityError):  # a bad template: retrying will not help
+        if not isinstance(error, CapacityError | ThrottledError):  # a bad template: retrying will not help
             self.fail(segment, "launch error that is not about capacity", str(error))
         log.warning("%s: launch of %s on %s failed: %s", segment, attempt_id, market, error)
 

@@ -44,6 +44,7 @@ from coordinator.errors import (
     InvalidTransition,
     LeakError,
     RunStorageError,
+    ThrottledError,
 )
 from coordinator.job import state as states
 from coordinator.job.attempt_records import attempt_records
@@ -166,7 +167,12 @@ class Controller:
         now_wall = time.time()
         leaving = {t.active.attempt_id for t in self.book.leaving.values()}
         watched = [t.active for t in (*self.book.active.values(), *self.book.leaving.values())]
-        for view in self.monitor.observe(watched, now=now_wall):
+        try:
+            views = self.monitor.observe(watched, now=now_wall)
+        except ThrottledError as error:  # EC2 busy past the retries: look again next cycle, decide nothing
+            log.warning("no look at the fleet this cycle: %s", error)
+            views = []
+        for view in views:
             if view.attempt.attempt_id in leaving:
                 self.handover.observe(view)
             else:

@@ -1,14 +1,19 @@
 """The fleet: launches workers from the Terraform launch templates with boto3, and terminates them.
 
-Errors are sorted the way SkyPilot sorts them: throttling and 5xx are retried here with exponential backoff
-and jitter; a capacity error (no spot capacity in a zone, a price too low) is tried in the next zone of the
-stack, and raised as `CapacityError` for the policy when every zone said no; a missing permission
-(`iam:PassRole` included) or a used-up quota is `PermissionDenied` / `QuotaExceeded`, which stops the job;
-anything else is a `LaunchError` that must not be retried (a bad template). Each launch carries the job's
-instance profile and lands in one of the stack's subnets, rotating the first zone tried by segment so that
-one zone's reclaim does not take every segment at once. The launch's `ClientToken` is derived from the
-attempt id and the subnet, so a retried or repeated launch of the same attempt (a coordinator restarted
-mid-call) returns the same instance instead of a second one.
+Errors are sorted the way SkyPilot sorts them: throttling and 5xx are retried by botocore's `adaptive`
+retry mode (exponential backoff with jitter, and client-side rate limiting when EC2 throttles: the client
+the fleet is given, `AwsTarget.client`), and past its attempts raised as `ThrottledError` (made again
+later, never a reason to give a segment up), except a capacity error: EC2 sends those as 500s too, and
+botocore would spend its retries on a zone that has none (the fleet vetoes them); so is an answer
+botocore cannot parse (an emulator's or a
+proxy's HTML page) or a reset connection. A capacity error (no spot capacity in a zone, a price too low)
+is tried in the next zone of the stack, and raised as `CapacityError` for the policy when every zone said
+no; a missing permission (`iam:PassRole` included) or a used-up quota is `PermissionDenied` /
+`QuotaExceeded`, which stops the job; anything else is a `LaunchError` that must not be retried (a bad
+template). Each launch carries the job's instance profile and lands in one of the stack's subnets,
+rotating the first zone tried by segment so that one zone's reclaim does not take every segment at once.
+The launch's `ClientToken` is derived from the attempt id and the subnet, so a retried or repeated launch
+of the same attempt (a coordinator restarted mid-call) returns the same instance instead of a second one.
 
 Usage::
 
@@ -25,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import random
 import time
 from collections.abc import Callable
 from functools import partial
@@ -34,7 +38,7 @@ from typing import Any
 from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 from botocore.parsers import ResponseParserError
 
-from coordinator.errors import CapacityError, LaunchError
+from coordinator.errors import CapacityError, LaunchError, ThrottledError
 from coordinator.job.aws_errors import error_code, raise_for_setup
 from coordinator.job.instances import GONE_STATES, InstanceInfo, alive_ids, list_instances
 from coordinator.job.launch_contract import TAG_ATTEMPT, LaunchRequest, tags_for
@@ -65,8 +69,7 @@ CAPACITY_CODES = frozenset(
 # InvalidParameterValue "Invalid IAM Instance Profile ..." until it has. Retried, for this long at most.
 PROFILE_PROPAGATION_SECONDS = 60.0
 PROFILE_RETRY = 3.0
-MAX_API_RETRIES = 6  # 0.5 + 1 + 2 + 4 + 8 + 16 s: past half a minute of throttling, something else is wrong
-BASE_DELAY_SECONDS = 0.5
+EC2_MAX_ATTEMPTS = 7  # the EC2 client's: a first call and six retries, then ThrottledError (tried later)
 CONFIRM_TIMEOUT_SECONDS = 120.0  # EC2 takes up to a minute or two to report terminated
 CONFIRM_POLL_SECONDS = 2.0
 
@@ -74,6 +77,13 @@ CONFIRM_POLL_SECONDS = 2.0
 # TerminateInstances answers while another caller is terminating the same instance: AWS when it is already
 # gone; moto when a concurrent terminate detached its volume first (seen under load in the simulator)
 TERMINATING_ELSEWHERE = frozenset({"InvalidInstanceID.NotFound", "InvalidAttachment.NotFound"})
+
+
+def _no_retry_for_capacity(response: Any = None, **_: Any) -> bool | None:
+    """A needs-retry handler: False (no retry, and no later handler asked) for a capacity error."""
+    parsed = response[1] if isinstance(response, tuple) and len(response) == 2 else None
+    code = parsed.get("Error", {}).get("Code") if isinstance(parsed, dict) else None
+    return False if code in CAPACITY_CODES else None
 
 
 def is_retryable(error: ClientError) -> bool:
@@ -89,50 +99,47 @@ class Fleet:
         templates: dict[str, str],
         subnets: dict[str, str] | None = None,
         instance_profile_arn: str | None = None,
-        max_retries: int = MAX_API_RETRIES,
-        base_delay: float = BASE_DELAY_SECONDS,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.ec2 = ec2
         self.templates = templates
         self.subnets = dict(sorted((subnets or {}).items()))  # zone -> subnet, in zone order
         self.instance_profile_arn = instance_profile_arn
-        self.max_retries = max_retries
-        self.base_delay = base_delay
         self.sleep = sleep
-        self.api_retries = 0  # retried calls, for the run's log
+        self.api_retries = 0  # calls botocore made again (throttling, 5xx), for the run's log
+        # EC2 answers "no capacity" with HTTP 500, which botocore retries: here it moves to the next zone
+        ec2.meta.events.register_first("needs-retry.ec2", _no_retry_for_capacity)
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
-        history: list[str] = []
-        for attempt in range(self.max_retries + 1):
-            try:
-                return getattr(self.ec2, operation)(**kwargs)
-            except ClientError as error:
-                code = error_code(error)
-                history.append(f"{operation}: {code or 'HTTP error'}")
-                raise_for_setup(error, "ec2", f"{operation}")
-                if code in CAPACITY_CODES:
-                    raise CapacityError(f"{operation}: {code}: {error}", history) from None
-                if not is_retryable(error) or attempt == self.max_retries:
-                    raise LaunchError(
-                        f"{operation} failed after {attempt + 1} call(s): {code}: {error}", history
-                    ) from None
-                log.info("%s: %s, calling again (retry %d)", operation, code or "HTTP error", attempt + 1)
-                self._back_off(attempt)
-            except (ResponseParserError, ConnectionError, HTTPClientError) as error:
-                # a 5xx without AWS's error document (a proxy's or emulator's HTML page), a reset connection
-                history.append(f"{operation}: {type(error).__name__}")
-                if attempt == self.max_retries:
-                    raise LaunchError(
-                        f"{operation} failed after {attempt + 1} call(s): {error}", history
-                    ) from None
-                self._back_off(attempt)
-        raise AssertionError("unreachable")
+        """One EC2 call (botocore retries throttling and 5xx underneath), its errors sorted."""
+        try:
+            answer = getattr(self.ec2, operation)(**kwargs)
+        except ClientError as error:
+            attempts = self._count_retries(dict(error.response))
+            code = error_code(error)
+            history = [f"{operation}: {code or 'HTTP error'}"]
+            raise_for_setup(error, "ec2", f"{operation}")
+            if code in CAPACITY_CODES:
+                raise CapacityError(f"{operation}: {code}: {error}", history) from None
+            if is_retryable(error):
+                raise ThrottledError(
+                    f"{operation}: {code} after {attempts} call(s) (botocore's adaptive retries)", history
+                ) from None
+            raise LaunchError(
+                f"{operation} failed after {attempts} call(s): {code}: {error}", history
+            ) from None
+        except (ResponseParserError, ConnectionError, HTTPClientError) as error:
+            # a 5xx without AWS's error document (a proxy's or emulator's HTML page), a reset connection
+            history = [f"{operation}: {type(error).__name__}"]
+            raise ThrottledError(f"{operation} failed past botocore's retries: {error}", history) from None
+        self._count_retries(answer)
+        return answer
 
-    def _back_off(self, attempt: int) -> None:
-        self.api_retries += 1
-        delay = self.base_delay * 2**attempt
-        self.sleep(delay + random.uniform(0, delay / 2))
+    def _count_retries(self, response: dict[str, Any]) -> int:
+        """The calls botocore made for one answer (its retries counted in `api_retries`)."""
+        retries = int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
+        self.api_retries += retries
+        return retries + 1
 
     def launch(self, request: LaunchRequest, *, repeat: bool = False) -> str:
         """Launch one worker for the request; returns its id. `repeat`: the call may have run before (a

@@ -40,7 +40,7 @@ from coordinator.job.clock import CloudClock
 from coordinator.job.controller import Controller, JobOutcome
 from coordinator.job.crash_points import check_crash_setting
 from coordinator.job.events import EventQueue, owners_by_tag
-from coordinator.job.fleet import Fleet
+from coordinator.job.fleet import EC2_MAX_ATTEMPTS, Fleet
 from coordinator.job.merge import MergeReport, merge_results
 from coordinator.job.roles import JobRoles
 from coordinator.job.segments import Segment, plan_segments
@@ -75,14 +75,15 @@ class CloudTarget:
 
     @classmethod
     def connect(cls, target: AwsTarget, stack: StackOutputs, *, ec2: Any | None = None) -> CloudTarget:
-        """Clients in the stack's region. EC2's own retries are off: the fleet retries, and counts."""
+        """Clients in the stack's region, each with botocore's adaptive retries (EC2's: `EC2_MAX_ATTEMPTS`;
+        the fleet vetoes retries of capacity errors and counts the rest)."""
         if stack.region != target.region:
             raise StackOutputsError(f"the stack is in {stack.region}, but the target is {target.describe}")
         account = str(target.client("sts").get_caller_identity()["Account"])
         return cls(
             stack=stack,
             target=target,
-            ec2=ec2 or target.client("ec2", max_attempts=1),
+            ec2=ec2 or target.client("ec2", max_attempts=EC2_MAX_ATTEMPTS),
             s3=target.client("s3"),
             iam=target.client("iam"),
             cloudwatch=target.client("cloudwatch"),

@@ -24,6 +24,7 @@ from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_ledger
 from coordinator.errors import SimulationError
 from coordinator.job.clock import CloudClock
+from coordinator.job.fleet import EC2_MAX_ATTEMPTS
 from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_MARKET, WorkerTuning
 from coordinator.job.runner import CloudTarget, RunResult, run_job
 from coordinator.job.spec import JobSpec
@@ -73,9 +74,9 @@ class Lab:
 
 
 def ec2_through(proxy: FaultProxy, admin: AwsTarget) -> Any:
-    """The coordinator's EC2 client, through the fault proxy; botocore's own retries off, so the fleet's
-    retries are the only ones."""
-    return AwsTarget.emulator(proxy.endpoint, admin.region, admin.credentials).client("ec2", max_attempts=1)
+    """The coordinator's EC2 client, through the fault proxy, with the retries it has on AWS."""
+    target = AwsTarget.emulator(proxy.endpoint, admin.region, admin.credentials)
+    return target.client("ec2", max_attempts=EC2_MAX_ATTEMPTS)
 
 
 def one_run(

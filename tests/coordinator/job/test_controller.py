@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.job.clock import CloudClock
+from coordinator.job.fleet import EC2_MAX_ATTEMPTS
 from coordinator.job.instances import InstanceInfo, alive_ids, list_instances
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultRule
@@ -197,6 +198,31 @@ def test_throttling_500s_and_spot_capacity_are_handled_per_policy(
         e for e in log if e["segment_id"] == failed[0]["segment_id"] and e["from_state"] == "FAILED_LAUNCH"
     ]
     assert after[0]["to_state"] == "LAUNCHING" and "on-demand" in after[0]["reason"]
+    assert len(predictions(run.result.run_dir)) == ROWS
+    assert alive(stack, job_of(config, run.name)) == []
+
+
+def test_throttling_longer_than_the_retry_budget_does_not_fail_a_segment(
+    stack: Infrastructure, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
+) -> None:
+    """RunInstances throttled on every call botocore makes: the launch waits and is made again (its
+    attempt ended "throttled", no spot retry spent); the job finishes with every row."""
+    faults = (FaultRule("RunInstances", "RequestLimitExceeded", times=EC2_MAX_ATTEMPTS + 1),)
+    config = settings(tmp_path, tiny_model_dir, sentences_parquet, runs={"spot-only": 1}, faults=faults)
+    (run,) = run_matrix(config, stack)
+    outcome = run.result.outcome
+    assert outcome.succeeded, outcome.failures
+    assert outcome.api_retries == EC2_MAX_ATTEMPTS  # six retries of the first call, one of the next
+    log = events(run.result.run_dir)
+    waited = [e for e in log if e["to_state"] == "FAILED_LAUNCH"]
+    assert len(waited) == 1 and f"RequestLimitExceeded after {EC2_MAX_ATTEMPTS} call" in waited[0]["reason"]
+    after = [
+        e for e in log if e["segment_id"] == waited[0]["segment_id"] and e["from_state"] == "FAILED_LAUNCH"
+    ]
+    assert after[0]["to_state"] == "LAUNCHING" and "spot again (0 of" in after[0]["reason"]
+    with sqlite3.connect(run.result.run_dir / "state.db") as db:
+        reasons = [r[0] for r in db.execute("SELECT end_reason FROM attempts ORDER BY rowid")]
+    assert reasons.count("throttled") == 1 and "failed-launch" not in reasons
     assert len(predictions(run.result.run_dir)) == ROWS
     assert alive(stack, job_of(config, run.name)) == []
 

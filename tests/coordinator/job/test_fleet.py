@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from coordinator.errors import CapacityError, LaunchError, PermissionDenied, QuotaExceeded
+from coordinator.errors import CapacityError, LaunchError, PermissionDenied, QuotaExceeded, ThrottledError
 from coordinator.job.fleet import Fleet
 from coordinator.job.launch_contract import LaunchRequest
 
@@ -70,17 +70,19 @@ def test_same_attempt_launched_twice_is_one_instance(ec2: Any) -> None:
     assert fleet.alive("job-1") == [first]
 
 
-def test_throttling_and_500s_are_retried_with_backoff(aws_credentials: None) -> None:
+def test_throttling_past_the_clients_retries_is_throttled_not_a_verdict(aws_credentials: None) -> None:
+    """botocore's adaptive mode retries throttling and 5xx (tests/coordinator/sim/test_fault_proxy.py, through
+    real HTTP); what is still throttled after its attempts is a ThrottledError: made again later."""
     ec2 = boto3.client("ec2", region_name="us-east-1")
-    delays: list[float] = []
-    fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnets={"us-east-1a": "subnet-1"}, sleep=delays.append)
-    with Stubber(ec2) as stub:  # moto cannot throttle; the real client gets canned faults
+    fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnets={"us-east-1a": "subnet-1"}, sleep=lambda s: None)
+    with Stubber(ec2) as stub:  # the stubbed client answers once per call: botocore's retries are behind it
         stub.add_client_error("run_instances", "RequestLimitExceeded", http_status_code=503)
+        with pytest.raises(ThrottledError, match="RequestLimitExceeded after 1 call") as throttled:
+            fleet.launch(request())
         stub.add_client_error("run_instances", "InternalError", http_status_code=500)
-        stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
-        assert fleet.launch(request()) == "i-0abc"
-    assert fleet.api_retries == 2
-    assert 0.5 <= delays[0] <= 0.75 and 1.0 <= delays[1] <= 1.5  # exponential, with jitter
+        with pytest.raises(ThrottledError, match="InternalError"):
+            fleet.launch(request())
+    assert not isinstance(throttled.value, CapacityError)
 
 
 def test_capacity_errors_go_to_the_policy_and_others_are_not_retried(aws_credentials: None) -> None:
