@@ -127,12 +127,21 @@ class SegmentRun:
 
     def run(self, classifier: Classifier, heartbeat: HeartbeatWriter) -> WorkerOutcome:
         c = self.config
-        checkpoint = self._resume_checkpoint()
         total = c.stop - c.start
+        work = self._plan(classifier)
+        pace = Pace(c.pace, ready_at=c.ready_at) if c.pace else None
+        if pace is not None:  # simulated: the segment is claimed when the modelled boot ends, as on EC2,
+            pace.until_ready(self.stop.wait)  # where the worker starts only then (a claim during the boot
+            pace.save(c.pace_report)  # would stop a warned worker that is still draining)
+        if self.stop.wait(0):  # told to stop while booting: nothing claimed, computed or saved
+            found = load_checkpoint(self.store, c.segment_id)
+            rows = found.rows_done if found else 0
+            log.info("stopping (%s) before the first batch; checkpoint at %d rows", self.stop.reason, rows)
+            return WorkerOutcome("draining", rows, total, 0, 0)
+        checkpoint = self._resume_checkpoint()
         if checkpoint.done:
             log.info("segment %s already done (%d rows); nothing to do", c.segment_id, checkpoint.rows_done)
             return WorkerOutcome("done", checkpoint.rows_done, total, 0, 0)
-        work = self._plan(classifier)
         log.info(
             "segment %s rows [%d, %d): %d batches, resuming at batch %d (%d rows done)",
             c.segment_id,
@@ -143,17 +152,6 @@ class SegmentRun:
             checkpoint.rows_done,
         )
         heartbeat.update(rows_done=checkpoint.rows_done, next_batch=checkpoint.next_batch)
-        pace = Pace(c.pace, ready_at=c.ready_at) if c.pace else None
-        if pace is not None:
-            pace.until_ready(self.stop.wait)
-            pace.save(c.pace_report)
-        if self.stop.wait(0):  # told to stop while booting: nothing computed, nothing to save
-            log.info(
-                "stopping (%s) before the first batch; checkpoint at %d rows",
-                self.stop.reason,
-                checkpoint.rows_done,
-            )
-            return WorkerOutcome("draining", checkpoint.rows_done, total, 0, 0)
         return self._run_batches(classifier, heartbeat, checkpoint, work, pace)
 
     def _plan(self, classifier: Classifier) -> _Work:
