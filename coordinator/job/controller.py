@@ -127,7 +127,7 @@ class Controller:
         )
         self.launch_pass = launch_pass_for(self.book, policy)
         self.events = events
-        self.handover = Handover(self.book, replace_on_rebalance=spec.replace_on_rebalance)
+        self.handover = Handover(self.book)
         self.status_log = StatusLog(self.book, spec.status_every)
 
     # -- the loop ---------------------------------------------------------------------------------------

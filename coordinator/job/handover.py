@@ -1,24 +1,25 @@
 """Acting on EC2's events at once: a warned spot attempt hands its segment over to a replacement.
 
 Karpenter and EC2 Capacity Rebalancing launch the replacement when the warning comes, not when the old
-instance is gone. On an interruption warning for a segment's running spot attempt (and, when the job asks
-for it, on a rebalance recommendation: `spec.replace_on_rebalance`), the segment moves DRAINING ->
-INTERRUPTED at once, the attempt moves to the book's `leaving`, and the same cycle's launch pass starts the
-replacement from the segment's checkpoint, on the market the policy picks (the warning counts as the
-segment's interruption). The leaving worker drains as it would anyway (the metadata service gives it the
-same notice): it finishes its batch, writes its checkpoint and heartbeats `draining`. The replacement
-claims the checkpoint only when its worker starts, a boot later (the fencing of `inference/segment_run.py`
-keeps a late drain from overwriting it).
+instance is gone. On an interruption warning for a segment's running spot attempt, the segment moves
+DRAINING -> INTERRUPTED at once, the attempt moves to the book's `leaving`, and the same cycle's launch
+pass starts the replacement from the segment's checkpoint, on the market the policy picks (the warning
+counts as the segment's interruption). The leaving worker drains as it would anyway (the metadata service
+gives it the same notice): it finishes its batch, writes its checkpoint and heartbeats `draining`, within
+seconds. The replacement's worker claims the checkpoint when it starts, a boot (a minute or more) later;
+were it sooner, the fencing of `inference/segment_run.py` would stop the warned worker before it wrote
+again (its last chunk redone, nothing written twice).
 
 A leaving attempt ends when the monitor sees its final heartbeat or its instance gone: terminated, priced
 and recorded as interrupted (or done, if it finished the segment within its notice: the replacement then
 finds the checkpoint complete and ends at once). A warning for an attempt still booting ends it at once:
 there is nothing to drain. A state-change event needs nothing here: it wakes the loop, whose monitor sees
-the instance gone in the same cycle.
+the instance gone in the same cycle. A rebalance recommendation is received and not acted on yet (starting
+the replacement on it, before the warning, is a policy option still to be built and measured).
 
 Usage::
 
-    handover = Handover(book, replace_on_rebalance=False)
+    handover = Handover(book)
     handover.act(event)                 # an InstanceEvent of the job's instances
     handover.observe(view)              # a monitor view of a leaving attempt
 """
@@ -33,23 +34,21 @@ from coordinator.job.events import InstanceEvent
 from coordinator.job.monitor import AttemptView
 
 log = logging.getLogger("coordinator")
-WHAT = {"interruption-warning": "EC2 interruption warning", "rebalance": "EC2 rebalance recommendation"}
 
 
 class Handover:
-    def __init__(self, book: AttemptBook, *, replace_on_rebalance: bool = False) -> None:
+    def __init__(self, book: AttemptBook) -> None:
         self.book = book
-        self.replace_on_rebalance = replace_on_rebalance
 
     def act(self, event: InstanceEvent) -> None:
-        if event.kind == "state-change" or (event.kind == "rebalance" and not self.replace_on_rebalance):
+        if event.kind != "interruption-warning":
             return
         book, job = self.book, self.book.job_id
         segment = next((s for s, t in book.active.items() if t.active.instance_id == event.instance_id), None)
         if segment is None or book.active[segment].active.market != "spot":
             return  # an attempt already ended or leaving, or not on spot
         current = book.state.segment(job, segment).state
-        why = f"{WHAT[event.kind]} for {event.instance_id} (EventBridge)"
+        why = f"EC2 interruption warning for {event.instance_id} (EventBridge)"
         if current == states.RUNNING:
             book.state.set_draining(job, segment, reason=why)
             book.leaving[segment] = book.active.pop(segment)
