@@ -102,13 +102,8 @@ def one_run(
                 active=lambda: not injector.spot_available(),
             )
             lab.proxy.add(rule)
-        forced = forced_interrupter(
-            injector,
-            runtime,
-            clock,
-            settings.forced_interruptions.get(name, []),
-            kind="crash" if settings.forced_crash else "hard-kill" if settings.forced_hard else "notice",
-        )
+        at = settings.forced_interruptions.get(name, [])
+        forced = forced_interrupter(injector, runtime, clock, at, kind=settings.forced_kind)
         try:
             result = run_job(
                 job_spec(

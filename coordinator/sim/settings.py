@@ -93,6 +93,11 @@ class SimulationSettings:
     deadline_seconds: float | None = None
     deadline_reserve_hours: float = DEFAULT_RESERVE_HOURS
 
+    @property
+    def forced_kind(self) -> str:
+        """What a forced interruption is: a notice, a hard kill, or a crash of the worker."""
+        return "crash" if self.forced_crash else "hard-kill" if self.forced_hard else "notice"
+
     def policy_options(self, config: str) -> dict[str, float]:
         if config == "spot-only":
             return {"max_spot_retries": self.spot_only_max_retries}
