@@ -12,6 +12,9 @@ no; a missing permission (`iam:PassRole` included) or a used-up quota is `Permis
 `QuotaExceeded`, which stops the job; anything else is a `LaunchError` that must not be retried (a bad
 template). Each launch carries the job's instance profile and lands in one of the stack's subnets,
 rotating the first zone tried by segment so that one zone's reclaim does not take every segment at once.
+A zone that refused a market's capacity is tried last for that market for `REFUSAL_MEMORY_SECONDS`
+(Karpenter keeps an unavailable offering out for three minutes), so the next launches go straight to the
+zones that may have some.
 The launch's `ClientToken` is derived from the attempt id and the subnet, so a retried or repeated launch
 of the same attempt (a coordinator restarted mid-call) returns the same instance instead of a second one.
 
@@ -70,6 +73,7 @@ CAPACITY_CODES = frozenset(
 PROFILE_PROPAGATION_SECONDS = 60.0
 PROFILE_RETRY = 3.0
 EC2_MAX_ATTEMPTS = 7  # the EC2 client's: a first call and six retries, then ThrottledError (tried later)
+REFUSAL_MEMORY_SECONDS = 180.0  # Karpenter's unavailable-offerings cache: 3 minutes
 CONFIRM_TIMEOUT_SECONDS = 120.0  # EC2 takes up to a minute or two to report terminated
 CONFIRM_POLL_SECONDS = 2.0
 
@@ -100,12 +104,15 @@ class Fleet:
         subnets: dict[str, str] | None = None,
         instance_profile_arn: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ec2 = ec2
         self.templates = templates
         self.subnets = dict(sorted((subnets or {}).items()))  # zone -> subnet, in zone order
         self.instance_profile_arn = instance_profile_arn
         self.sleep = sleep
+        self.clock = clock  # the job's clock (cloud seconds in the simulator): when a refusal is forgotten
+        self.refused_until: dict[tuple[str, str], float] = {}  # (market, zone) -> tried last until then
         self.api_retries = 0  # calls botocore made again (throttling, 5xx), for the run's log
         # EC2 answers "no capacity" with HTTP 500, which botocore retries: here it moves to the next zone
         ec2.meta.events.register_first("needs-retry.ec2", _no_retry_for_capacity)
@@ -168,24 +175,28 @@ class Fleet:
         if self.instance_profile_arn:
             kwargs["IamInstanceProfile"] = {"Arn": self.instance_profile_arn}
         refusals: list[str] = []
-        for zone, subnet in self.zones_for(request.segment_id) or [("", "")]:
+        for zone, subnet in self.zones_for(request.segment_id, request.market) or [("", "")]:
             token = hashlib.sha256(f"{request.attempt_id}|{subnet}".encode()).hexdigest()[:64]
             placed = {"SubnetId": subnet} if subnet else {}
             try:
                 instances = self._run(ClientToken=token, **placed, **kwargs)["Instances"]
             except CapacityError as error:  # this zone has none: the next one may
                 refusals += [f"{zone or 'default'}: {h}" for h in error.history]
+                self.refused_until[(request.market, zone)] = self.clock() + REFUSAL_MEMORY_SECONDS
                 continue
             return str(instances[0]["InstanceId"])
         raise CapacityError(f"no capacity for {request.market} in any zone: {'; '.join(refusals)}", refusals)
 
-    def zones_for(self, segment_id: str) -> list[tuple[str, str]]:
-        """The stack's (zone, subnet) pairs, starting at a zone picked by the segment: spread, stable."""
+    def zones_for(self, segment_id: str, market: str = "") -> list[tuple[str, str]]:
+        """The stack's (zone, subnet) pairs, starting at a zone picked by the segment (spread, stable); the
+        zones that refused `market` recently moved to the end."""
         pairs = list(self.subnets.items())
         if not pairs:
             return []
         first = int(hashlib.sha256(segment_id.encode()).hexdigest(), 16) % len(pairs)
-        return pairs[first:] + pairs[:first]
+        rotated = pairs[first:] + pairs[:first]
+        now = self.clock()
+        return sorted(rotated, key=lambda pair: self.refused_until.get((market, pair[0]), 0.0) > now)
 
     def _run(self, **kwargs: Any) -> Any:
         """RunInstances, waiting out a new instance profile's propagation to EC2."""

@@ -161,12 +161,7 @@ def run_job(
             controller = Controller(
                 spec=spec,
                 state=state,
-                fleet=Fleet(
-                    cloud.ec2,
-                    templates=cloud.stack.launch_template_ids,
-                    subnets=cloud.stack.subnet_ids,
-                    instance_profile_arn=role.instance_profile_arn,
-                ),
+                fleet=_fleet(cloud, role.instance_profile_arn, clock),
                 store=job_store,
                 policy=make_policy(spec.policy, **spec.policy_options),
                 guard=guard,
@@ -195,6 +190,16 @@ def run_job(
         return RunResult(outcome, merge, ledger_path, run_dir)
     finally:
         state.close()
+
+
+def _fleet(cloud: CloudTarget, instance_profile_arn: str, clock: CloudClock) -> Fleet:
+    return Fleet(
+        cloud.ec2,
+        templates=cloud.stack.launch_template_ids,
+        subnets=cloud.stack.subnet_ids,
+        instance_profile_arn=instance_profile_arn,
+        clock=clock.now,  # a zone's capacity refusal is remembered in the job's (cloud) seconds
+    )
 
 
 def _event_queue(cloud: CloudTarget, job_id: str) -> EventQueue | None:

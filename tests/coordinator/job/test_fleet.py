@@ -137,6 +137,35 @@ def test_a_zone_without_capacity_sends_the_launch_to_the_next_zone(aws_credentia
         assert len(none.value.history) == 3
 
 
+def test_a_zone_that_refused_capacity_is_tried_last_until_the_refusal_is_forgotten(
+    aws_credentials: None,
+) -> None:
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    subnets = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b", "us-east-1c": "subnet-c"}
+    now = [1000.0]
+    fleet = Fleet(
+        ec2, templates={"spot": "lt-1"}, subnets=subnets, sleep=lambda s: None, clock=lambda: now[0]
+    )
+    asked: list[str] = []
+    ec2.meta.events.register(
+        "provide-client-params.ec2.RunInstances", lambda params, **_: asked.append(params["SubnetId"])
+    )
+    order = [subnet for _, subnet in fleet.zones_for("seg-0000", "spot")]
+    with Stubber(ec2) as stub:
+        stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
+        stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
+        fleet.launch(request())
+        assert asked == order[:2]
+        asked.clear()  # the same segment again: the zone that refused a moment ago is not asked first
+        stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0def"}]})
+        fleet.launch(request(attempt="job-1/seg-0000/2"))
+        assert asked == [order[1]]
+        assert [s for _, s in fleet.zones_for("seg-0000", "spot")] == [*order[1:], order[0]]
+        assert [s for _, s in fleet.zones_for("seg-0000", "on-demand")] == order  # per market
+        now[0] += 181.0  # Karpenter's three minutes, and a second
+        assert [s for _, s in fleet.zones_for("seg-0000", "spot")] == order
+
+
 @pytest.mark.parametrize(
     ("code", "message", "error", "named"),
     [
