@@ -70,6 +70,7 @@ class Handover:
             return
         segment = view.attempt.segment_id
         tracked = self.book.leaving.pop(segment)
+        self.book.checkpointed.pop(segment, None)  # its drain moved the checkpoint on: read it again
         self.book.close(tracked, "done" if view.verdict == "done" else "interrupted", view)
 
     def close_all(self, why: str) -> None:

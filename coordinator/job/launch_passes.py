@@ -123,7 +123,7 @@ class DeadlinePass:
         now = book.clock.now()
         tracked = book.active.get(row.segment_id)
         beat = book.monitor.latest_heartbeat(tracked.active.attempt_id) if tracked else None
-        rows_done = beat.rows_done if beat is not None else self._checkpointed_rows(row.segment_id)
+        rows_done = beat.rows_done if beat is not None else self._rows_kept(row.segment_id)
         waited = now - tracked.launched_cloud if tracked else 0.0
         boot_left = max(0.0, changeover - waited) if tracked and beat is None else 0.0
         return DeadlineView(
@@ -138,6 +138,14 @@ class DeadlinePass:
             loss_s=spec.reclaim_overhead_seconds,
             total_work_s=(row.stop - row.start) / rate,
         )
+
+    def _rows_kept(self, segment: str) -> int:
+        """The rows a resume starts from: the checkpoint's, or, while a warned attempt drains, the rows its
+        heartbeat has done (its drain checkpoints them: deciding on the older checkpoint would count up to
+        a checkpoint interval as work left twice, and lean to on-demand)."""
+        leaving = self.book.leaving.get(segment)
+        beat = self.book.monitor.latest_heartbeat(leaving.active.attempt_id) if leaving else None
+        return max(self._checkpointed_rows(segment), beat.rows_done if beat is not None else 0)
 
     def _checkpointed_rows(self, segment: str) -> int:
         if segment not in self.book.checkpointed:
