@@ -12,7 +12,8 @@ has its delay here:
   median of those, and with the boot model's worst case before it has seen any);
 - a spot instance's notice comes after its drawn time to interruption, counted from the machine's start;
   the worker sees it within a notice poll, finishes the batch in hand, checkpoints and exits (nothing is
-  lost); the coordinator sees the draining heartbeat within a cycle and relaunches;
+  lost); the coordinator has the warning from EventBridge at the notice and launches the replacement at
+  once, while the worker drains (the replacement resumes from the drained checkpoint, a boot later);
 - an instance bills from the launch call to the worker's exit (EC2 per-second rule, 60 s minimum), plus
   half a cycle on average for the coordinator's terminate;
 - a segment is done when the coordinator sees its last heartbeat, within a cycle of the worker's end.
@@ -96,7 +97,11 @@ class _Segment:
         self.interruptions += 1
         h = self.history
         self.history = SegmentHistory(h.spot_interruptions + 1, h.spot_launch_failures, 0, "spot")
-        return ended + rng.uniform(0.0, s.cycle_seconds), self.done >= self.rows
+        if self.done >= self.rows:  # its drain finished the segment: seen within a cycle of its last beat
+            return ended + rng.uniform(0.0, s.cycle_seconds), True
+        # the coordinator has EC2's warning at the notice (EventBridge) and launches the replacement at
+        # once, while the worker drains; the replacement resumes from the drained checkpoint a boot later
+        return notice, False
 
     def _bill(self, market: Market, launched: float, ended: float) -> None:
         s = self.setup

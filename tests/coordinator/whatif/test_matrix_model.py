@@ -83,3 +83,19 @@ def test_the_boot_model_draws_within_its_bounds_and_averages_its_mean() -> None:
     draws = [model.draw("spot", rng) for _ in range(20_000)]
     assert min(draws) >= 11 and max(draws) <= model.worst("spot") == 16
     assert sum(draws) / len(draws) == pytest.approx(model.mean("spot"), rel=0.01)
+
+
+def test_the_replacement_is_launched_at_the_warning_while_the_worker_drains() -> None:
+    """One spot segment, one reclaim at 100 s into the machine's life, a fixed 10 s boot: the replacement
+    launches at the notice (EventBridge), not after the drain, and resumes from the drained rows."""
+    ten = (Phase("boot", 10.0, 10.0, 10.0),)
+    fixed = BootModel({"spot": ten, "on-demand": ten})
+    reclaims = iter([100.0, 10_000.0] * 2)  # two samples, the same run twice
+    once = setup(
+        segment_rows=(600,), boot=fixed, batch_size=64, time_to_interruption=lambda rng: next(reclaims)
+    )
+    run = predict(once, "spot-only", {"max_spot_retries": 5}, samples=2)
+    # first machine: ready at 10, notice at 100 (90 rows done), its batch in hand ends at 10 + 128 = 138:
+    # 128 rows kept. The replacement launches at 100, is ready at 110, does 472 rows: the job ends at 582
+    assert run.mean_job_seconds == pytest.approx(582.0)
+    assert run.mean_interruptions == 1.0
