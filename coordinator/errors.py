@@ -24,7 +24,8 @@ the error's `exit_code`. Anything else that escapes is a bug: exit 1 with its tr
     │       └── QuotaExceeded                  a vCPU (or other) quota of the account is used up
     ├── Retryable                           2  the same call may work later
     ├── LaunchError                         2  an EC2 launch failed; carries the failed calls
-    │   └── CapacityError (Retryable)          no capacity, price or limit in this market now
+    │   ├── CapacityError (Retryable)          no capacity, price or limit in this market now
+    │   └── ThrottledError (Retryable)         still throttled (or 5xx) after the client's retries
     ├── ProviderError                       2  the GPU cloud refused or failed a call
     │   ├── NoCapacity (Retryable)             no capacity for the type in the region
     │   ├── RateLimited (Retryable)            still throttled after the retries

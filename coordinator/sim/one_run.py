@@ -73,10 +73,10 @@ class Lab:
         return self.infra.stack.launch_template_ids
 
 
-def ec2_through(proxy: FaultProxy, admin: AwsTarget) -> Any:
+def ec2_through(proxy: FaultProxy, admin: AwsTarget, attempts: int = EC2_MAX_ATTEMPTS) -> Any:
     """The coordinator's EC2 client, through the fault proxy, with the retries it has on AWS."""
     target = AwsTarget.emulator(proxy.endpoint, admin.region, admin.credentials)
-    return target.client("ec2", max_attempts=EC2_MAX_ATTEMPTS)
+    return target.client("ec2", max_attempts=attempts)
 
 
 def one_run(
@@ -115,7 +115,9 @@ def one_run(
                     instance_type=lab.infra.stack.instance_type,
                 ),
                 cloud=CloudTarget.connect(
-                    lab.infra.target, lab.infra.stack, ec2=ec2_through(lab.proxy, lab.infra.target)
+                    lab.infra.target,
+                    lab.infra.stack,
+                    ec2=ec2_through(lab.proxy, lab.infra.target, settings.ec2_max_attempts),
                 ),
                 guard=lab.guard,
                 clock=clock,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coordinator.job.fleet import EC2_MAX_ATTEMPTS
 from coordinator.job.runner import RunResult
 from coordinator.policies.deadline import DEFAULT_RESERVE_HOURS
 from coordinator.sim.fault_proxy import FaultRule
@@ -83,6 +84,7 @@ class SimulationSettings:
     # run name -> cloud seconds after the start at which to interrupt one running spot instance (tests)
     forced_hard: bool = False  # forced interruptions are hard kills (SIGKILL + terminate), not notices
     forced_crash: bool = False  # forced "interruptions" are worker crashes (SIGKILL; the machine powers off)
+    ec2_max_attempts: int = EC2_MAX_ATTEMPTS  # the coordinator's EC2 client's (tests shorten the backoff)
     cycle_seconds: float = CYCLE_SECONDS  # the coordinator's look interval (wall)
     # the deadline configuration's deadline: this many times the mean on-demand job time of the same matrix
     # (measured first, so it follows the machine's speed), or a fixed number of cloud seconds

@@ -26,7 +26,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.job.clock import CloudClock
-from coordinator.job.fleet import EC2_MAX_ATTEMPTS
 from coordinator.job.instances import InstanceInfo, alive_ids, list_instances
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultRule
@@ -207,15 +206,23 @@ def test_throttling_longer_than_the_retry_budget_does_not_fail_a_segment(
 ) -> None:
     """RunInstances throttled on every call botocore makes: the launch waits and is made again (its
     attempt ended "throttled", no spot retry spent); the job finishes with every row."""
-    faults = (FaultRule("RunInstances", "RequestLimitExceeded", times=EC2_MAX_ATTEMPTS + 1),)
-    config = settings(tmp_path, tiny_model_dir, sentences_parquet, runs={"spot-only": 1}, faults=faults)
+    attempts = 3  # the client's budget, shortened here (botocore's backoff doubles with each retry)
+    faults = (FaultRule("RunInstances", "RequestLimitExceeded", times=attempts + 1),)
+    config = settings(
+        tmp_path,
+        tiny_model_dir,
+        sentences_parquet,
+        runs={"spot-only": 1},
+        faults=faults,
+        ec2_max_attempts=attempts,
+    )
     (run,) = run_matrix(config, stack)
     outcome = run.result.outcome
     assert outcome.succeeded, outcome.failures
-    assert outcome.api_retries == EC2_MAX_ATTEMPTS  # six retries of the first call, one of the next
+    assert outcome.api_retries == attempts  # two retries of the first call, one of the next
     log = events(run.result.run_dir)
     waited = [e for e in log if e["to_state"] == "FAILED_LAUNCH"]
-    assert len(waited) == 1 and f"RequestLimitExceeded after {EC2_MAX_ATTEMPTS} call" in waited[0]["reason"]
+    assert len(waited) == 1 and f"RequestLimitExceeded after {attempts} call" in waited[0]["reason"]
     after = [
         e for e in log if e["segment_id"] == waited[0]["segment_id"] and e["from_state"] == "FAILED_LAUNCH"
     ]
