@@ -34,7 +34,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal
 
-from coordinator.job.launch_contract import PROJECT, PROJECT_TAG, TAG_JOB
+from coordinator.job.instances import list_instances
 
 EventKind = Literal["interruption-warning", "rebalance", "state-change"]
 DETAIL_TYPES: dict[str, EventKind] = {
@@ -78,19 +78,8 @@ def owners_by_tag(ec2: Any) -> Owners:
     """Which job each instance belongs to, by its spotbatch tags ("" for an instance of no job)."""
 
     def owners(instance_ids: list[str]) -> dict[str, str]:
-        found = dict.fromkeys(instance_ids, "")
-        pages = ec2.get_paginator("describe_instances").paginate(
-            Filters=[
-                {"Name": "instance-id", "Values": instance_ids},
-                {"Name": f"tag:{PROJECT_TAG}", "Values": [PROJECT]},
-            ]
-        )
-        for page in pages:
-            for reservation in page["Reservations"]:
-                for instance in reservation["Instances"]:
-                    tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
-                    found[instance["InstanceId"]] = tags.get(TAG_JOB, "")
-        return found
+        found = list_instances(ec2.describe_instances, instance_ids=instance_ids)
+        return {i: found[i].job if i in found else "" for i in instance_ids}
 
     return owners
 

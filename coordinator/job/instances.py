@@ -57,7 +57,11 @@ class InstanceInfo:
 
 
 def list_instances(
-    describe: Callable[..., Any], *, job_id: str | None = None, alive_only: bool = False
+    describe: Callable[..., Any],
+    *,
+    job_id: str | None = None,
+    alive_only: bool = False,
+    instance_ids: list[str] | None = None,
 ) -> dict[str, InstanceInfo]:
     """Every instance tagged Project=spotbatch (and `spotbatch:job=job_id`), page by page.
 
@@ -67,6 +71,8 @@ def list_instances(
         filters.append({"Name": f"tag:{TAG_JOB}", "Values": [job_id]})
     if alive_only:
         filters.append({"Name": "instance-state-name", "Values": sorted(ALIVE_STATES)})
+    if instance_ids is not None:
+        filters.append({"Name": "instance-id", "Values": instance_ids})
     found: dict[str, InstanceInfo] = {}
     token: str | None = None
     while True:
