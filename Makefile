@@ -1,6 +1,7 @@
 # spotbatch: every target echoes what it runs; the logic lives in the Python packages.
 SHELL := /bin/bash
 PYTHON ?= python3
+TEST_WORKERS ?= 2
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -51,8 +52,8 @@ ssh-tools:  ## sshd, ssh and rsync for the burst tests (Debian packages; install
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openssh-server openssh-client rsync \
 	    || echo "could not install them: the burst tests that need sshd will skip and say why"; }
 
-test: setup ssh-tools  ## every test, slow end-to-end ones included
-	$(BIN)/pytest
+test: setup ssh-tools  ## every test, slow end-to-end ones included (TEST_WORKERS processes, default 2)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
 py312:  ## install into a Python 3.12 venv (.venv312; PYTHON312=<interpreter>) and run the CLI and the fast tests there
 	$(or $(PYTHON312),python3.12) -m venv .venv312
