@@ -2,7 +2,15 @@
 # take it: EventBridge rules for the spot interruption warning, the rebalance recommendation and the state
 # changes that end an instance, all delivered to one encrypted SQS queue that the coordinator long-polls.
 # A message that fails to be handled `max_receive_count` times moves to the dead-letter queue.
+data "aws_partition" "this" {}
+data "aws_region" "this" {}
+data "aws_caller_identity" "this" {}
+
 locals {
+  # The queue's ARN before it exists, so that its policy is set when it is created: a separate
+  # aws_sqs_queue_policy waits for SQS to settle a second time (about 25 s on every apply and destroy).
+  queue_name = "${var.name}-events"
+  queue_arn  = "arn:${data.aws_partition.this.partition}:sqs:${data.aws_region.this.name}:${data.aws_caller_identity.this.account_id}:${local.queue_name}"
   rules = {
     spot-interruption = {
       description = "EC2 Spot Instance Interruption Warning: the two-minute notice"
@@ -31,7 +39,7 @@ resource "aws_sqs_queue" "dead_letter" {
 }
 
 resource "aws_sqs_queue" "events" {
-  name = "${var.name}-events"
+  name = local.queue_name
   # an event older than the two-minute notice is history: the instance has been reclaimed by then
   message_retention_seconds  = var.message_retention_seconds
   visibility_timeout_seconds = var.visibility_timeout_seconds
@@ -40,7 +48,8 @@ resource "aws_sqs_queue" "events" {
     deadLetterTargetArn = aws_sqs_queue.dead_letter.arn
     maxReceiveCount     = var.max_receive_count
   })
-  tags = var.tags
+  policy = data.aws_iam_policy_document.events.json
+  tags   = var.tags
 }
 
 resource "aws_cloudwatch_event_rule" "this" {
@@ -63,7 +72,7 @@ data "aws_iam_policy_document" "events" {
   statement {
     sid       = "TheStackRulesSend"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.events.arn]
+    resources = [local.queue_arn]
     principals {
       type        = "Service"
       identifiers = ["events.amazonaws.com"]
@@ -74,9 +83,4 @@ data "aws_iam_policy_document" "events" {
       values   = [for rule in aws_cloudwatch_event_rule.this : rule.arn]
     }
   }
-}
-
-resource "aws_sqs_queue_policy" "events" {
-  queue_url = aws_sqs_queue.events.id
-  policy    = data.aws_iam_policy_document.events.json
 }

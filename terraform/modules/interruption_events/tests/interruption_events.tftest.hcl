@@ -6,8 +6,20 @@ mock_provider "aws" {
     defaults = { arn = "arn:aws:events:us-east-1:123456789012:rule/t" }
   }
   override_data {
+    target = data.aws_caller_identity.this
+    values = { account_id = "123456789012" }
+  }
+  override_data {
+    target = data.aws_region.this
+    values = { name = "us-east-1" }
+  }
+  override_data {
+    target = data.aws_partition.this
+    values = { partition = "aws" }
+  }
+  override_data {
     target = data.aws_iam_policy_document.events
-    values = { json = "{}" }
+    values = { json = "{\"Statement\":[]}" }
   }
 }
 
@@ -40,6 +52,10 @@ run "three_rules_into_one_encrypted_queue_with_a_dead_letter_queue" {
   assert {
     condition     = jsondecode(aws_sqs_queue.events.redrive_policy)["maxReceiveCount"] == 5
     error_message = "an event received five times without being handled moves to the dead-letter queue"
+  }
+  assert {
+    condition     = local.queue_arn == aws_sqs_queue.events.arn && aws_sqs_queue.events.policy == "{\"Statement\":[]}"
+    error_message = "the queue's policy is set when it is created, naming the ARN SQS gives it"
   }
   assert {
     condition     = aws_sqs_queue.events.message_retention_seconds == 300
