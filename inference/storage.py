@@ -42,6 +42,11 @@ class ObjectStore(Protocol):
 
     def list(self, prefix: str = "") -> list[str]: ...
 
+    def fingerprints(self, prefix: str = "") -> dict[str, str]:
+        """Each key under `prefix` with a tag that changes whenever the object is rewritten (S3's ETag; a
+        local file's modification time and size): one listing tells what changed without reading it."""
+        ...
+
     def delete(self, key: str) -> None: ...
 
     def open_read(self, key: str) -> BinaryIO: ...
@@ -95,6 +100,16 @@ class LocalStore:
                 if key.startswith(prefix):
                     keys.append(key)
         return sorted(keys)
+
+    def fingerprints(self, prefix: str = "") -> dict[str, str]:
+        tags = {}
+        for key in self.list(prefix):
+            try:
+                stat = self._path(key).stat()
+            except FileNotFoundError:  # removed since the listing
+                continue
+            tags[key] = f"{stat.st_ino}-{stat.st_mtime_ns}-{stat.st_size}"  # each write is a new file
+        return tags
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
@@ -171,6 +186,15 @@ class S3Store:
         for page in paginator.paginate(Bucket=self.bucket, Prefix=self._key(prefix)):
             keys.extend(item["Key"][strip:] for item in page.get("Contents", []))
         return sorted(keys)
+
+    def fingerprints(self, prefix: str = "") -> dict[str, str]:
+        tags: dict[str, str] = {}
+        strip = len(self.prefix) + 1 if self.prefix else 0
+        paginator = self.client.get_paginator("list_objects_v2")  # 1,000 keys a request
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self._key(prefix)):
+            for item in page.get("Contents", []):
+                tags[item["Key"][strip:]] = f"{item['ETag']}@{item['LastModified'].timestamp()}"
+        return tags
 
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self._key(key))

@@ -1,6 +1,7 @@
 """The monitor: what each running attempt is doing, from its heartbeat and its instance's state.
 
-One cycle reads one heartbeat object per active segment and lists the job's instances once. A segment's
+One cycle lists the job's heartbeat objects and its instances once, and fetches only the heartbeats that
+changed since the last cycle (`heartbeats.py`). A segment's
 attempt is judged by the first rule that matches:
 
 1. heartbeat `done` -> done; `failed` -> failed (the worker says why); `draining` -> draining
@@ -23,20 +24,17 @@ Usage::
 
 from __future__ import annotations
 
-import json
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from coordinator.job.fleet import Fleet
+from coordinator.job.heartbeats import HeartbeatReader
 from coordinator.job.instances import GONE_STATES
 from inference.heartbeat import Heartbeat
-from inference.layout import heartbeat_key
-from inference.storage import ObjectNotFound, ObjectStore
+from inference.storage import ObjectStore
 
 Verdict = Literal["booting", "running", "draining", "done", "failed", "lost"]
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,18 +54,6 @@ class AttemptView:
     instance_state: str | None  # None: EC2 does not list it
     heartbeat: Heartbeat | None  # the latest heartbeat of this attempt seen so far
     state_reason: str = ""  # EC2's StateReason code of a gone instance
-
-
-def read_heartbeat(store: ObjectStore, segment_id: str) -> Heartbeat | None:
-    try:
-        data = store.get(heartbeat_key(segment_id))
-    except ObjectNotFound:
-        return None
-    try:
-        return Heartbeat(**json.loads(data))
-    except (json.JSONDecodeError, TypeError) as error:  # a torn or foreign object: treat as no beat
-        log.warning("heartbeat of %s does not parse (%s); ignored", segment_id, error)
-        return None
 
 
 def judge(
@@ -112,6 +98,7 @@ class Monitor:
         boot_timeout: float,
     ) -> None:
         self.store = store
+        self.heartbeats = HeartbeatReader(store)
         self.fleet = fleet
         self.job_id = job_id
         self.heartbeat_timeout = heartbeat_timeout
@@ -129,9 +116,10 @@ class Monitor:
         if not attempts:
             return []
         instances = self.fleet.job_instances(self.job_id)
+        beats = self.heartbeats.changed(a.segment_id for a in attempts)
         views = []
         for attempt in attempts:
-            beat = read_heartbeat(self.store, attempt.segment_id)
+            beat = beats.get(attempt.segment_id)
             if beat is not None and beat.attempt == attempt.attempt_id:
                 seen = self._latest.get(attempt.attempt_id)
                 if seen is None or beat.ts >= seen.ts:

@@ -26,7 +26,8 @@ import logging
 
 from coordinator.job import state as states
 from coordinator.job.attempts import AttemptBook, Tracked, attempt_label
-from coordinator.job.monitor import ActiveAttempt, AttemptView, Verdict, read_heartbeat
+from coordinator.job.heartbeats import read_heartbeat
+from coordinator.job.monitor import ActiveAttempt, AttemptView, Verdict
 
 log = logging.getLogger("coordinator")
 

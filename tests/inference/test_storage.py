@@ -19,6 +19,11 @@ def exercise(store: LocalStore | S3Store) -> None:
     assert store.exists("a/two.json") and not store.exists("a/three.json")
     with store.open_read("a/two.json") as handle:
         assert handle.read() == b"2"
+    before = store.fingerprints("a/")
+    assert set(before) == {"a/one.json", "a/two.json"} and store.fingerprints("a/") == before
+    store.put("a/one.json", b"uno")
+    after = store.fingerprints("a/")
+    assert after["a/one.json"] != before["a/one.json"] and after["a/two.json"] == before["a/two.json"]
     store.delete("a/two.json")
     with pytest.raises(ObjectNotFound):
         store.get("a/two.json")

@@ -1,0 +1,67 @@
+"""Heartbeats read by change: one listing a cycle, and a GET only for the objects that moved."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+
+import boto3
+import pytest
+
+from coordinator.job.heartbeats import HeartbeatReader
+from inference.heartbeat import Heartbeat
+from inference.layout import heartbeat_key
+from inference.storage import LocalStore, ObjectStore, S3Store
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path, aws_credentials: None) -> Iterator[ObjectStore]:
+    if request.param == "local":
+        yield LocalStore(tmp_path)
+        return
+    from moto import mock_aws
+
+    with mock_aws():
+        client = boto3.client("s3")
+        client.create_bucket(Bucket="beats")
+        yield S3Store("beats", "jobs/j", client=client)
+
+
+def beat(store: ObjectStore, segment: str, rows: int) -> None:
+    record = Heartbeat(segment, "i-1", "spot", f"j/{segment}/1", 100, rows_done=rows, ts=time.time())
+    store.put(heartbeat_key(segment), json.dumps(asdict(record)).encode())
+
+
+def test_only_the_heartbeats_that_changed_are_fetched(store: ObjectStore) -> None:
+    segments = [f"seg-{n:04d}" for n in range(5)]
+    for segment in segments:
+        beat(store, segment, 1)
+    store.put("checkpoints/seg-0000.json", b"{}")  # not a heartbeat: never listed nor fetched
+    reader = HeartbeatReader(store)
+
+    first = reader.changed(segments)
+    assert {s: b.rows_done for s, b in first.items()} == dict.fromkeys(segments, 1)
+    assert (reader.requests.lists, reader.requests.gets) == (1, 5)
+
+    assert reader.changed(segments) == {}  # nothing moved: one listing, no GET
+    assert (reader.requests.lists, reader.requests.gets) == (2, 5)
+
+    beat(store, "seg-0001", 2)
+    beat(store, "seg-0003", 2)
+    moved = reader.changed(segments)
+    assert {s: b.rows_done for s, b in moved.items()} == {"seg-0001": 2, "seg-0003": 2}
+    assert (reader.requests.lists, reader.requests.gets) == (3, 7)
+
+    assert reader.changed(["seg-0004"]) == {} and reader.changed([]) == {}
+
+
+def test_a_torn_heartbeat_is_no_beat_and_is_read_again_once_rewritten(store: ObjectStore) -> None:
+    store.put(heartbeat_key("seg-0000"), b'{"segment_id": "seg-0000", "torn')
+    reader = HeartbeatReader(store)
+    assert reader.changed(["seg-0000"]) == {}
+    assert reader.changed(["seg-0000"]) == {} and reader.requests.gets == 1  # not fetched again unchanged
+    beat(store, "seg-0000", 7)
+    assert reader.changed(["seg-0000"])["seg-0000"].rows_done == 7
