@@ -83,4 +83,5 @@ class HeartbeatReader:
         if len(segment_ids) <= 1:
             return {s: read_heartbeat(self.store, s) for s in segment_ids}
         with ThreadPoolExecutor(max_workers=min(self.fetchers, len(segment_ids))) as pool:
-            return dict(zip(segment_ids, pool.map(lambda s: read_heartbeat(self.store, s), segment_ids)))
+            beats = pool.map(lambda segment_id: read_heartbeat(self.store, segment_id), segment_ids)
+            return dict(zip(segment_ids, beats, strict=True))
