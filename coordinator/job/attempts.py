@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from coordinator.cost.billing import billed_seconds, cost_usd
 from coordinator.cost.budget import BudgetGuard
@@ -37,29 +36,12 @@ from coordinator.job.launch_contract import LaunchRequest
 from coordinator.job.monitor import ActiveAttempt, AttemptView, Monitor
 from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState, SegmentRow
+from coordinator.job.tracked import FINAL_BEATS, Tracked, attempt_label
 from coordinator.policies.base import Market, SegmentHistory
 from inference.checkpoint import load_checkpoint
 from inference.storage import ObjectStore
 
 log = logging.getLogger("coordinator")
-
-
-@dataclass(slots=True)
-class Tracked:
-    """An attempt the loop is watching."""
-
-    active: ActiveAttempt
-    segment_index: int
-    launched_cloud: float
-    budget_label: str
-
-
-FINAL_BEATS = frozenset({"done", "draining", "failed"})  # a worker's last heartbeat before it exits
-
-
-def attempt_label(attempt_id: str, market: str) -> str:
-    """The budget guard's label of an attempt: its reservation and its actual share it."""
-    return f"{attempt_id} {market}"
 
 
 class AttemptBook:
