@@ -32,6 +32,7 @@ from coordinator.job.clock import CloudClock
 from coordinator.job.crash_points import crash_point
 from coordinator.job.fleet import Fleet
 from coordinator.job.instances import GONE_STATES
+from coordinator.job.launch_batch import PlannedLaunch
 from coordinator.job.launch_contract import LaunchRequest
 from coordinator.job.monitor import ActiveAttempt, AttemptView, Monitor
 from coordinator.job.spec import JobSpec
@@ -77,6 +78,7 @@ class AttemptBook:
         self.after_end: list[Callable[[ActiveAttempt, str], None]] = []
         self.checkpointed: dict[str, int] = {}  # segment -> rows its checkpoint holds, read once per attempt
         self.index = {row.segment_id: i for i, row in enumerate(state.segments(spec.job_id))}
+        self.batch: list[PlannedLaunch] | None = None  # launches held to be made together, when a list
 
     @property
     def job_id(self) -> str:
@@ -111,41 +113,56 @@ class AttemptBook:
         crash_point("after-authorize")
         self.state.set_launching(job, segment, market=market, reason=reason)
         self.state.add_attempt(attempt_id, job, segment, market=market, instance_type=self.spec.instance_type)
+        if self.batch is not None:  # made with the cycle's other launches (`launch_batch.py`)
+            self.batch.append(PlannedLaunch(row, attempt_id, market, label))
+            return
         self.call_launch(row, attempt_id, market, label)
 
     def call_launch(
         self, row: SegmentRow, attempt_id: str, market: str, label: str, *, repeat: bool = False
     ) -> None:
-        segment = row.segment_id
-        request = LaunchRequest(
+        planned = PlannedLaunch(row, attempt_id, market, label)
+        try:
+            outcome: str | LaunchError | AwsSetupError = self.fleet.launch(
+                self.request(planned), repeat=repeat
+            )
+        except (LaunchError, AwsSetupError) as error:
+            outcome = error
+        self.settle(planned, outcome)
+
+    def request(self, planned: PlannedLaunch) -> LaunchRequest:
+        row = planned.row
+        return LaunchRequest(
             job_id=self.job_id,
-            segment_id=segment,
-            attempt_id=attempt_id,
-            market=market,
+            segment_id=row.segment_id,
+            attempt_id=planned.attempt_id,
+            market=planned.market,
             start=row.start,
             stop=row.stop,
             input_key=self.spec.input_key,
             tuning=self.spec.tuning,
         )
-        try:
-            instance_id = self.fleet.launch(request, repeat=repeat)
-        except LaunchError as error:
-            self._launch_failed(segment, attempt_id, market, label, error)
+
+    def settle(self, planned: PlannedLaunch, outcome: str | LaunchError | AwsSetupError) -> None:
+        """Record what the fleet answered: the instance id, or the error (an AwsSetupError raised again)."""
+        segment, attempt_id, market, label = planned.row.segment_id, *planned[1:]
+        if isinstance(outcome, LaunchError):
+            self._launch_failed(segment, attempt_id, market, label, outcome)
             return
-        except AwsSetupError as error:  # a permission or quota: the controller stops the job
+        if isinstance(outcome, AwsSetupError):  # a permission or quota: the controller stops the job
             self._end_unlaunched(attempt_id, label)
-            self.state.set_failed_launch(self.job_id, segment, reason=f"{market}: {error}")
-            self.fail(segment, "the account refused the launch", str(error))
-            raise
+            self.state.set_failed_launch(self.job_id, segment, reason=f"{market}: {outcome}")
+            self.fail(segment, "the account refused the launch", str(outcome))
+            raise outcome
         launched = self.clock.now()
-        self.state.attempt_launched(attempt_id, instance_id=instance_id, launched_at=launched)
+        self.state.attempt_launched(attempt_id, instance_id=outcome, launched_at=launched)
         self.active[segment] = Tracked(
-            ActiveAttempt(segment, attempt_id, instance_id, market, time.time()),
+            ActiveAttempt(segment, attempt_id, outcome, market, time.time()),
             self.index[segment],
             launched,
             label,
         )
-        log.info("%s: launched %s on %s as %s", segment, instance_id, market, attempt_id)
+        log.info("%s: launched %s on %s as %s", segment, outcome, market, attempt_id)
 
     def _end_unlaunched(self, attempt_id: str, label: str, reason: str = "failed-launch") -> None:
         self.state.attempt_ended(

@@ -55,6 +55,7 @@ from coordinator.job.end_reasons import lost_end_reason
 from coordinator.job.events import EventQueue
 from coordinator.job.fleet import Fleet
 from coordinator.job.handover import Handover
+from coordinator.job.launch_batch import launching_together
 from coordinator.job.launch_passes import launch_pass_for
 from coordinator.job.monitor import AttemptView, Monitor
 from coordinator.job.reconcile import reconcile
@@ -177,7 +178,8 @@ class Controller:
                 self.handover.observe(view)
             else:
                 self._act(view)
-        self.launch_pass.run()
+        with launching_together(self.book):
+            self.launch_pass.run()
         self._status()
 
     def _take_events(self) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -114,6 +115,7 @@ class Fleet:
         self.clock = clock  # the job's clock (cloud seconds in the simulator): when a refusal is forgotten
         self.refused_until: dict[tuple[str, str], float] = {}  # (market, zone) -> tried last until then
         self.api_retries = 0  # calls botocore made again (throttling, 5xx), for the run's log
+        self._counting = threading.Lock()  # launches run in threads (`launch_batch.py`)
         # EC2 answers "no capacity" with HTTP 500, which botocore retries: here it moves to the next zone
         ec2.meta.events.register_first("needs-retry.ec2", _no_retry_for_capacity)
 
@@ -145,7 +147,8 @@ class Fleet:
     def _count_retries(self, response: dict[str, Any]) -> int:
         """The calls botocore made for one answer (its retries counted in `api_retries`)."""
         retries = int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
-        self.api_retries += retries
+        with self._counting:
+            self.api_retries += retries
         return retries + 1
 
     def launch(self, request: LaunchRequest, *, repeat: bool = False) -> str:
