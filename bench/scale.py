@@ -1,12 +1,16 @@
-"""Scale: the coordinator's CPU per monitoring cycle with 50 to 500 instances.
+"""Scale: the coordinator's CPU and requests per monitoring cycle with 50 to 1,000 instances.
 
-    python -m bench.scale [--sizes 50,100,200,500] [--cycles 5]
+    python -m bench.scale [--sizes 50,100,200,500,1000] [--cycles 5] [--beat-seconds 30] [--cycle-seconds 5]
 
 The AWS stack is applied to a moto server (its own process), which holds the instances; a stub process
-(its own process) rewrites each segment's heartbeat every 2 s, as workers would. The coordinator runs in
-this process: one cycle launches every segment on spot (not measured), then `--cycles` monitoring cycles
-are measured with `time.process_time()` (this process's CPU only, not moto's or the stub's) and wall time.
-The baseline is the smallest size, measured in the same run; the growth per instance should stay flat.
+(its own process) rewrites each segment's heartbeat every `--beat-seconds`, spread evenly, as steady
+workers would. The coordinator runs in this process: one cycle launches every segment on spot (its wall
+reported: the launches go out `LAUNCHERS` at a time), then `--cycles` monitoring cycles, `--cycle-seconds`
+apart, are measured: this process's CPU (`time.process_time()`: not moto's, not the stub's), wall, the
+AWS requests the cycle made by operation, and the wall spent inside those calls (the emulator's latency,
+botocore's own work included; summed over the threads that fetch heartbeats). The baseline is the smallest
+size, measured in the same run: CPU per instance should stay flat, and the heartbeat GETs should follow the
+heartbeats that changed (about cycle/beat of the segments), not the segment count.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import logging
 import multiprocessing
 import statistics
 import tempfile
+import threading
 import time
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -37,12 +43,13 @@ from inference.heartbeat import Heartbeat
 from inference.layout import heartbeat_key, job_prefix
 from inference.storage import S3Store
 
-STUB_EVERY = 2.0  # seconds between a stub's heartbeats, the worker's default
 
-
-def heartbeat_stub(target: AwsTarget, bucket: str, job_id: str, segments: list[str], stop: Any) -> None:
-    """Every segment's heartbeat, `running`, for its first attempt, rewritten every STUB_EVERY seconds."""
+def heartbeat_stub(
+    target: AwsTarget, bucket: str, job_id: str, segments: list[str], every: float, stop: Any
+) -> None:
+    """Every segment's heartbeat, `running`, for its first attempt, once every `every` seconds, spread."""
     s3 = target.client("s3")
+    gap = every / max(1, len(segments))
     while not stop.is_set():
         for segment in segments:
             beat = Heartbeat(
@@ -53,12 +60,43 @@ def heartbeat_stub(target: AwsTarget, bucket: str, job_id: str, segments: list[s
                 Key=f"{job_prefix(job_id)}/{heartbeat_key(segment)}",
                 Body=json.dumps(asdict(beat)).encode(),
             )
-        stop.wait(STUB_EVERY)
+            if stop.wait(gap):
+                return
 
 
-def measure(infra: Infrastructure, size: int, cycles: int, tmp: Path) -> dict[str, float]:
-    stack = infra.stack
-    ec2, s3 = infra.target.client("ec2"), infra.target.client("s3")
+class CallMeter:
+    """Counts a client's requests by operation and the wall spent in them (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+
+    def attach(self, client: Any) -> Any:
+        original = client._make_api_call
+
+        def timed(operation: str, params: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(operation, params)
+            finally:
+                with self._lock:
+                    self.calls[operation] += 1
+                    self.seconds += time.perf_counter() - started
+
+        client._make_api_call = timed
+        return client
+
+    def take(self) -> tuple[Counter[str], float]:
+        with self._lock:
+            taken = (self.calls, self.seconds)
+            self.calls, self.seconds = Counter(), 0.0
+        return taken
+
+
+def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    stack, meter = infra.stack, CallMeter()
+    ec2, s3 = meter.attach(infra.target.client("ec2")), meter.attach(infra.target.client("s3"))
     job = f"scale-{size}"
     spec = JobSpec(
         job_id=job,
@@ -86,18 +124,28 @@ def measure(infra: Infrastructure, size: int, cycles: int, tmp: Path) -> dict[st
     launch_started = time.monotonic()
     controller.cycle()  # launches every segment
     launch_seconds = time.monotonic() - launch_started
-    stop = multiprocessing.get_context("spawn").Event()
-    stub = multiprocessing.get_context("spawn").Process(
-        target=heartbeat_stub, args=(infra.target, stack.bucket, job, [s.segment_id for s in segments], stop)
+    context = multiprocessing.get_context("spawn")
+    stop = context.Event()
+    ids = [s.segment_id for s in segments]
+    stub = context.Process(
+        target=heartbeat_stub, args=(infra.target, stack.bucket, job, ids, args.beat_seconds, stop)
     )
     stub.start()
-    time.sleep(STUB_EVERY + size * 0.01)  # the first round of beats is in
-    cpu, wall = [], []
-    for _ in range(cycles):
+    time.sleep(args.beat_seconds + 2)  # every segment has beaten once
+    controller.cycle()  # the first look fetches every heartbeat; the steady cycles follow
+    meter.take()
+    cpu, wall, in_calls, gets, lists, describes = [], [], [], [], [], []
+    for _ in range(args.cycles):
+        time.sleep(args.cycle_seconds)
         c0, w0 = time.process_time(), time.monotonic()
         controller.cycle()
         cpu.append(time.process_time() - c0)
         wall.append(time.monotonic() - w0)
+        calls, seconds = meter.take()
+        in_calls.append(seconds)
+        gets.append(calls["GetObject"])
+        lists.append(calls["ListObjectsV2"])
+        describes.append(calls["DescribeInstances"])
     stop.set()
     stub.join(30)
     running = sum(row.state == "RUNNING" for row in state.segments(job))
@@ -107,6 +155,10 @@ def measure(infra: Infrastructure, size: int, cycles: int, tmp: Path) -> dict[st
         "size": size,
         "cpu_s": statistics.median(cpu),
         "wall_s": statistics.median(wall),
+        "in_calls_s": statistics.median(in_calls),
+        "gets": statistics.median(gets),
+        "lists": statistics.median(lists),
+        "describes": statistics.median(describes),
         "launch_s": launch_seconds,
         "running": running,
     }
@@ -116,31 +168,34 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sizes", default="50,100,200,500")
+    parser.add_argument("--sizes", default="50,100,200,500,1000")
     parser.add_argument("--cycles", type=int, default=5)
+    parser.add_argument("--beat-seconds", type=float, default=30.0, help="a steady worker's heartbeat period")
+    parser.add_argument("--cycle-seconds", type=float, default=5.0, help="the coordinator's cycle")
     args = parser.parse_args()
-    logging.getLogger("coordinator").setLevel(
-        logging.ERROR
-    )  # not a line per instance when each size is torn down
+    logging.getLogger("coordinator").setLevel(logging.ERROR)  # not a line per instance at teardown
     sizes = [int(s) for s in args.sizes.split(",")]
     results = []
     with tempfile.TemporaryDirectory() as tmp, emulator_infrastructure(Path(tmp) / "stack") as infra:
         for size in sizes:
-            result = measure(infra, size, args.cycles, Path(tmp))
-            results.append(result)
+            r = measure(infra, size, args, Path(tmp))
+            results.append(r)
             print(
-                f"{size:>4} instances: coordinator CPU per cycle {result['cpu_s'] * 1000:7.1f} ms "
-                f"({result['cpu_s'] / size * 1000:5.2f} ms per instance), wall per cycle "
-                f"{result['wall_s']:.2f} s, "
-                f"{result['running']} segments seen running, launching all took {result['launch_s']:.1f} s",
+                f"{size:>5} instances: coordinator CPU per cycle {r['cpu_s'] * 1000:7.1f} ms "
+                f"({r['cpu_s'] / size * 1000:5.2f} ms per instance); wall per cycle {r['wall_s']:.2f} s, "
+                f"of which in AWS calls {r['in_calls_s']:.2f} s (the emulator); requests per cycle: "
+                f"{r['lists']:.0f} ListObjectsV2, {r['gets']:.0f} GetObject, {r['describes']:.0f} "
+                f"DescribeInstances; {r['running']} seen running; launching all took {r['launch_s']:.1f} s",
                 flush=True,
             )
     base, top = results[0], results[-1]
     print(
-        f"growth {base['size']} -> {top['size']} instances ({top['size'] / base['size']:.0f}x): CPU per "
-        "cycle "
+        f"growth {base['size']} -> {top['size']} instances ({top['size'] / base['size']:.0f}x): "
+        "CPU per cycle "
         f"{top['cpu_s'] / base['cpu_s']:.1f}x, CPU per instance "
-        f"{top['cpu_s'] / top['size'] / (base['cpu_s'] / base['size']):.2f}x"
+        f"{top['cpu_s'] / top['size'] / (base['cpu_s'] / base['size']):.2f}x, GETs per cycle "
+        f"{top['gets'] / max(base['gets'], 1):.1f}x (expected with changed heartbeats: "
+        f"{args.cycle_seconds / args.beat_seconds * top['size']:.0f} at {top['size']})"
     )
     return 0
 
