@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inference.classifier import DEFAULT_MAX_LENGTH
-from inference.heartbeat import HEARTBEAT_SECONDS
+from inference.heartbeat import HEARTBEAT_SECONDS, STEADY_HEARTBEAT_SECONDS
 from inference.interruption import NOTICE_POLL_SECONDS
 
 DEFAULT_BATCH_SIZE = 64
@@ -32,6 +32,7 @@ class WorkerConfig:
     market: str = "local"
     attempt: str = ""
     heartbeat_every: float = HEARTBEAT_SECONDS
+    steady_heartbeat_every: float = STEADY_HEARTBEAT_SECONDS
     notice_poll_every: float = NOTICE_POLL_SECONDS
     poll_notices: bool = True
     threads: int | None = None

@@ -36,7 +36,7 @@ from inference.errors import (
     Superseded,
     WorkerError,
 )
-from inference.heartbeat import HEARTBEAT_SECONDS, Heartbeat, HeartbeatWriter
+from inference.heartbeat import HEARTBEAT_SECONDS, STEADY_HEARTBEAT_SECONDS, Heartbeat, HeartbeatWriter
 from inference.interruption import (
     NOTICE_POLL_SECONDS,
     MetadataClient,
@@ -66,6 +66,7 @@ def run_worker(config: WorkerConfig, stop: StopSignal | None = None) -> WorkerOu
         ),
         every=config.heartbeat_every,
         first_at=config.ready_at,
+        steady_every=config.steady_heartbeat_every,
     )
     if config.ready_at is None:
         heartbeat.beat()
@@ -139,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     option("instance-id", str, "local", "instance id written into heartbeats")
     option("market", str, "local", "spot or on-demand, written into heartbeats")
     option("attempt", str, "", "attempt id written into heartbeats and checkpoints")
-    option("heartbeat-every", float, HEARTBEAT_SECONDS, "seconds between heartbeats")
+    option("heartbeat-every", float, HEARTBEAT_SECONDS, "seconds between heartbeats starting and draining")
+    option("steady-heartbeat-every", float, STEADY_HEARTBEAT_SECONDS, "seconds between heartbeats running")
     option("notice-poll-every", float, NOTICE_POLL_SECONDS, "seconds between interruption-notice polls")
     option("threads", int, 0, "intra-op threads (0: every usable CPU)")
     option(
@@ -182,6 +184,7 @@ def config_from_args(args: argparse.Namespace) -> WorkerConfig:
         market=args.market,
         attempt=args.attempt,
         heartbeat_every=args.heartbeat_every,
+        steady_heartbeat_every=args.steady_heartbeat_every,
         notice_poll_every=args.notice_poll_every,
         poll_notices=not args.no_notice_poll,
         threads=args.threads or None,

@@ -27,7 +27,7 @@ from coordinator.job.spec import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_
 from coordinator.paths import runs_dir
 from coordinator.stack.outputs import StackOutputs
 from inference.config import DEFAULT_BATCH_SIZE, DEFAULT_CHECKPOINT_EVERY
-from inference.heartbeat import HEARTBEAT_SECONDS
+from inference.heartbeat import HEARTBEAT_SECONDS, STEADY_HEARTBEAT_SECONDS
 from inference.interruption import NOTICE_POLL_SECONDS
 
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,47}$")  # an S3 prefix, a role name, a tag: all fit
@@ -84,7 +84,14 @@ def add_parser(commands: Subcommands) -> None:
     worker = run.add_argument_group("the workers (tags the boot script passes on)")
     worker.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     worker.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY, help="batches")
-    worker.add_argument("--heartbeat-seconds", type=float, default=HEARTBEAT_SECONDS)
+    worker.add_argument(
+        "--heartbeat-seconds", type=float, default=HEARTBEAT_SECONDS, help="while starting and draining"
+    )
+    worker.add_argument(
+        "--steady-heartbeat-seconds",
+        type=float,
+        help=f"while running ({STEADY_HEARTBEAT_SECONDS:g}, or a third of --heartbeat-timeout if shorter)",
+    )
     worker.add_argument("--notice-poll-seconds", type=float, default=NOTICE_POLL_SECONDS)
     add_budget_options(run)
     run.set_defaults(handler=run_command)
@@ -155,6 +162,11 @@ def print_summary(ledger_path: Path | None, run_dir: Path) -> None:
     usage = ""
     if summary.cpu_percent is not None:
         usage = f"; CPU {summary.cpu_percent:.0f}% avg, memory {summary.memory_mb or 0:.0f} MB max"
+    share = summary.heartbeat_put_usd / summary.total_cost_usd * 100 if summary.total_cost_usd > 0 else 0.0
+    usage += (
+        f"; heartbeats {summary.heartbeat_puts_per_instance_hour:.0f} PUTs per instance-hour, "
+        f"${summary.heartbeat_put_usd:.5f} ({share:.2f}% of the instances' cost)"
+    )
     print(
         f"cost ${summary.total_cost_usd:.4f} (spot ${summary.spot_cost_usd:.4f}, on-demand "
         f"${summary.on_demand_cost_usd:.4f}); all on-demand ${summary.all_on_demand_cost_usd:.4f}, saved "
@@ -189,6 +201,20 @@ def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: Sta
             batch_size=args.batch_size,
             checkpoint_every=args.checkpoint_every,
             heartbeat_seconds=args.heartbeat_seconds,
+            steady_heartbeat_seconds=steady_heartbeat(args),
             notice_poll_seconds=args.notice_poll_seconds,
         ),
     )
+
+
+def steady_heartbeat(args: argparse.Namespace) -> float:
+    """A running worker's heartbeat interval: at least two beats must fit in the coordinator's timeout."""
+    steady = args.steady_heartbeat_seconds
+    if steady is None:
+        return float(min(STEADY_HEARTBEAT_SECONDS, args.heartbeat_timeout / 3))
+    if steady <= 0 or steady * 2 > args.heartbeat_timeout:
+        raise ConfigError(
+            f"--steady-heartbeat-seconds {steady:g}: must be above 0 and at most half of "
+            f"--heartbeat-timeout ({args.heartbeat_timeout:g} s), or a live worker is taken for lost"
+        )
+    return float(steady)

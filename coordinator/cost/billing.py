@@ -28,6 +28,8 @@ PER_SECOND = BillingRule("per-second", 1, 1)
 PER_MINUTE = BillingRule("per-minute", 60, 60)
 PER_HOUR = BillingRule("per-hour", 3_600, 3_600)
 RULES = {rule.name: rule for rule in (EC2_LINUX, PER_SECOND, PER_MINUTE, PER_HOUR)}
+# S3 Standard PUT, COPY, POST and LIST requests, $0.005 per 1,000 in us-east-1 (aws.amazon.com/s3/pricing)
+S3_PUT_USD = 0.005 / 1_000
 
 
 def rule_named(name: str) -> BillingRule:

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from coordinator.cost.billing import BillingRule, billed_seconds, cost_usd
+from coordinator.cost.billing import S3_PUT_USD, BillingRule, billed_seconds, cost_usd
 
 EndReason = Literal["done", "interrupted", "lost", "switched", "failed", "terminated", "failed-launch"]
 INTERRUPTED: frozenset[str] = frozenset({"interrupted", "lost"})
@@ -59,6 +59,7 @@ class AttemptRecord:
     rows_per_s: float
     cpu_percent: float | None = None  # average, from the worker's CloudWatch metrics (None: none read)
     memory_mb: float | None = None  # the largest resident set the metrics saw
+    heartbeat_puts: int = 0  # S3 PUTs of its heartbeats, as its worker counted them
 
     @property
     def useful_seconds(self) -> float:
@@ -116,6 +117,8 @@ class JobSummary:
     cpu_percent: float | None = None  # attempts' CPU averages weighted by their billed time
     memory_mb: float | None = None  # the largest of any attempt
     on_demand_rate_usd_per_hour: float | None = None  # the quote `all_on_demand_cost_usd` used
+    heartbeat_puts_per_instance_hour: float = 0.0  # the cost of watching: S3 requests, priced below
+    heartbeat_put_usd: float = 0.0
 
 
 def summarize_job(
@@ -131,6 +134,7 @@ def summarize_job(
     weight = sum(a.billed_seconds for a in measured)
     cpu = sum((a.cpu_percent or 0.0) * a.billed_seconds for a in measured) / weight if weight else None
     memory = max((a.memory_mb for a in attempts if a.memory_mb is not None), default=None)
+    puts, hours = sum(a.heartbeat_puts for a in attempts), sum(a.billed_seconds for a in attempts) / 3_600
     return JobSummary(
         job_id=job_id,
         attempts=len(attempts),
@@ -149,6 +153,8 @@ def summarize_job(
         cpu_percent=round(cpu, 1) if cpu is not None else None,
         memory_mb=memory,
         on_demand_rate_usd_per_hour=on_demand_rate_usd_per_hour,
+        heartbeat_puts_per_instance_hour=puts / hours if hours > 0 else 0.0,
+        heartbeat_put_usd=puts * S3_PUT_USD,
     )
 
 
@@ -276,6 +282,8 @@ def _log_run(
                 "interruptions": summary.interruptions,
                 "rows_redone": summary.rows_redone,
                 "redone_cost_usd": summary.redone_cost_usd,
+                "heartbeat_puts_per_instance_hour": summary.heartbeat_puts_per_instance_hour,
+                "heartbeat_put_usd": summary.heartbeat_put_usd,
                 **({"cpu_percent": summary.cpu_percent} if summary.cpu_percent is not None else {}),
                 **({"memory_mb": summary.memory_mb} if summary.memory_mb is not None else {}),
             }

@@ -14,7 +14,7 @@ from coordinator.job.state import CoordinatorState
 
 RECORD_COLUMNS = (  # the state's attempt columns a ledger record carries as they are
     *("segment_id", "attempt_id", "instance_id", "instance_type", "market", "launched_at", "ended_at"),
-    *("billed_seconds", "cost_usd", "end_reason", "rows_kept", "rows_wasted", "rows_per_s"),
+    *("billed_seconds", "cost_usd", "end_reason", "rows_kept", "rows_wasted", "rows_per_s", "heartbeat_puts"),
 )
 
 

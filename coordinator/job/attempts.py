@@ -239,6 +239,7 @@ class AttemptBook:
             rows_per_s=self.clock_rate(beat.rows_per_s if beat else 0.0),
             billed_seconds=seconds,
             cost_usd=cost,
+            heartbeat_puts=beat.beats if beat else 0,
         )
         crash_point("before-record-actual")
         self.guard.record_actual(tracked.budget_label, cost)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from inference.config import DEFAULT_BATCH_SIZE, DEFAULT_CHECKPOINT_EVERY
-from inference.heartbeat import HEARTBEAT_SECONDS
+from inference.heartbeat import HEARTBEAT_SECONDS, STEADY_HEARTBEAT_SECONDS
 from inference.interruption import NOTICE_POLL_SECONDS
 from inference.layout import job_prefix
 
@@ -34,6 +34,7 @@ TAG_INPUT_KEY = "spotbatch:input-key"
 TAG_BATCH_SIZE = "spotbatch:batch-size"
 TAG_CHECKPOINT_EVERY = "spotbatch:checkpoint-every"  # batches between checkpoints
 TAG_HEARTBEAT_SECONDS = "spotbatch:heartbeat-seconds"
+TAG_STEADY_HEARTBEAT_SECONDS = "spotbatch:steady-heartbeat-seconds"
 TAG_NOTICE_POLL_SECONDS = "spotbatch:notice-poll-seconds"
 TAG_MAX_LIFETIME = "spotbatch:max-lifetime-seconds"  # set by the launch template, enforced by user-data
 
@@ -44,7 +45,8 @@ class WorkerTuning:
 
     batch_size: int = DEFAULT_BATCH_SIZE
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY
-    heartbeat_seconds: float = HEARTBEAT_SECONDS
+    heartbeat_seconds: float = HEARTBEAT_SECONDS  # starting and draining
+    steady_heartbeat_seconds: float = STEADY_HEARTBEAT_SECONDS  # running
     notice_poll_seconds: float = NOTICE_POLL_SECONDS
 
 
@@ -74,6 +76,7 @@ def tags_for(request: LaunchRequest) -> dict[str, str]:
         TAG_BATCH_SIZE: str(request.tuning.batch_size),
         TAG_CHECKPOINT_EVERY: str(request.tuning.checkpoint_every),
         TAG_HEARTBEAT_SECONDS: f"{request.tuning.heartbeat_seconds:g}",
+        TAG_STEADY_HEARTBEAT_SECONDS: f"{request.tuning.steady_heartbeat_seconds:g}",
         TAG_NOTICE_POLL_SECONDS: f"{request.tuning.notice_poll_seconds:g}",
         **request.extra_tags,
     }
@@ -93,5 +96,6 @@ def worker_env(tags: dict[str, str], *, bucket: str, instance_id: str) -> dict[s
         "SPOTBATCH_BATCH_SIZE": tags[TAG_BATCH_SIZE],
         "SPOTBATCH_CHECKPOINT_EVERY": tags[TAG_CHECKPOINT_EVERY],
         "SPOTBATCH_HEARTBEAT_EVERY": tags[TAG_HEARTBEAT_SECONDS],
+        "SPOTBATCH_STEADY_HEARTBEAT_EVERY": tags[TAG_STEADY_HEARTBEAT_SECONDS],
         "SPOTBATCH_NOTICE_POLL_EVERY": tags[TAG_NOTICE_POLL_SECONDS],
     }

@@ -12,7 +12,9 @@ from coordinator.job.launch_contract import WorkerTuning
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
 
 CYCLE_SECONDS = 5.0  # wall, on AWS: notices give 120 s, so a 5 s look costs little; the simulator shrinks it
-HEARTBEAT_TIMEOUT_SECONDS = 30.0  # wall: 15 missed 2-second beats; S3 hiccups last seconds, not this long
+# wall: three missed 30-s steady beats. It catches a worker hung on a live instance; an instance that ends is
+# seen at once (EC2's events, its state): S3 hiccups last seconds, not this long
+HEARTBEAT_TIMEOUT_SECONDS = 90.0
 BOOT_TIMEOUT_SECONDS = 900.0  # wall: an EC2 boot + image pull + model load is 2-5 minutes; 15 is broken
 STATUS_EVERY_SECONDS = 30.0  # cloud: one status line per active instance
 RELAUNCH_BACKOFF_SECONDS = 60.0  # cloud: after a failed launch, wait before asking the same market again

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.errors import InvalidTransition, RunStorageError, SpotbatchError
-from coordinator.job.state_schema import SCHEMA
+from coordinator.job.state_schema import SCHEMA, upgrade
 
 PENDING, LAUNCHING, RUNNING, DRAINING, LOST = "PENDING", "LAUNCHING", "RUNNING", "DRAINING", "LOST"
 INTERRUPTED, FAILED_LAUNCH, DONE, FAILED = "INTERRUPTED", "FAILED_LAUNCH", "DONE", "FAILED"
@@ -83,6 +83,7 @@ class CoordinatorState:
             self._db.execute("PRAGMA journal_mode=DELETE")
             self._db.execute("PRAGMA synchronous=FULL")  # a transition that returned survives a kill -9
             self._db.executescript(SCHEMA)
+            upgrade(self._db)
 
     @contextmanager
     def _storage(self, what: str) -> Iterator[None]:
@@ -257,22 +258,15 @@ class CoordinatorState:
         rows_per_s: float = 0.0,
         billed_seconds: int | None = None,
         cost_usd: float | None = None,
+        heartbeat_puts: int = 0,
     ) -> None:
-        values = (
-            ended_at,
-            end_reason,
-            rows_kept,
-            rows_wasted,
-            rows_per_s,
-            billed_seconds,
-            cost_usd,
-            attempt_id,
-        )
+        values = (ended_at, end_reason, rows_kept, rows_wasted, rows_per_s, billed_seconds, cost_usd)
         with self._transaction() as db:
             changed = db.execute(
                 "UPDATE attempts SET ended_at = ?, end_reason = ?, rows_kept = ?, rows_wasted = ?, "
-                "rows_per_s = ?, billed_seconds = ?, cost_usd = ? WHERE attempt_id = ? AND ended_at IS NULL",
-                values,
+                "rows_per_s = ?, billed_seconds = ?, cost_usd = ?, heartbeat_puts = ? WHERE attempt_id = ? "
+                "AND ended_at IS NULL",
+                (*values, heartbeat_puts, attempt_id),
             ).rowcount
             if changed != 1:
                 raise InvalidTransition(f"attempt {attempt_id} is unknown or already ended")

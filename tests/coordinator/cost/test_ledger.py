@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,18 @@ def test_mixed_spot_and_on_demand_job_by_hand(tmp_path: Path) -> None:
 
     path = write_ledger(tmp_path / "run", attempts, summary)
     assert read_ledger(path) == (attempts, summary)
+
+
+def test_the_cost_of_watching_is_in_the_summary() -> None:
+    """Heartbeat PUTs per instance-hour and their price: 2 h of instances that beat 300 times."""
+    attempts = [
+        replace(attempt("a", "spot", 0, 3_600, "done", kept=10, wasted=0), heartbeat_puts=120),
+        replace(attempt("b", "spot", 0, 3_600, "done", kept=10, wasted=0), heartbeat_puts=180),
+    ]
+    summary = summarize_job("job-1", attempts, ON_DEMAND)
+    assert summary.heartbeat_puts_per_instance_hour == pytest.approx(150.0)
+    assert summary.heartbeat_put_usd == pytest.approx(300 * 0.005 / 1_000)
+    assert summary.heartbeat_put_usd / summary.total_cost_usd < 0.01  # watching costs under 1%
 
 
 def test_corrupt_ledger_line_is_named(tmp_path: Path) -> None:

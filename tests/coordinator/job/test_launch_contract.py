@@ -16,6 +16,7 @@ from coordinator.job.launch_contract import (
     TAG_NOTICE_POLL_SECONDS,
     TAG_SEGMENT,
     TAG_START,
+    TAG_STEADY_HEARTBEAT_SECONDS,
     TAG_STOP,
     LaunchRequest,
     tags_for,
@@ -67,6 +68,7 @@ def test_the_user_data_template_reads_the_same_tags_and_sets_the_same_variables(
         TAG_BATCH_SIZE,
         TAG_CHECKPOINT_EVERY,
         TAG_HEARTBEAT_SECONDS,
+        TAG_STEADY_HEARTBEAT_SECONDS,
         TAG_NOTICE_POLL_SECONDS,
     }
     assert TAG_MAX_LIFETIME not in read  # the launch template's own tag; the script arms it from Terraform

@@ -130,3 +130,32 @@ def test_kill_9_mid_transitions_leaves_a_consistent_state(tmp_path: Path) -> Non
     resumable = next(s for s in state.segments("job-k") if s.state in ("PENDING", "INTERRUPTED"))
     state.set_launching("job-k", resumable.segment_id, market="on-demand", reason="restarted coordinator")
     assert state.segment("job-k", resumable.segment_id).state == "LAUNCHING"
+
+
+def test_a_state_file_from_before_a_column_opens_and_gains_it(tmp_path: Path) -> None:
+    """A coordinator upgraded between two runs of a job opens the old file: the new column is added, the
+    old rows keep their values."""
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE attempts (attempt_id TEXT PRIMARY KEY, job_id TEXT NOT NULL, segment_id TEXT NOT NULL,"
+        " market TEXT NOT NULL, instance_type TEXT NOT NULL, instance_id TEXT, launched_at REAL,"
+        " ended_at REAL, end_reason TEXT, rows_kept INTEGER NOT NULL DEFAULT 0,"
+        " rows_wasted INTEGER NOT NULL DEFAULT 0, rows_per_s REAL NOT NULL DEFAULT 0,"
+        " billed_seconds INTEGER, cost_usd REAL);"
+        "INSERT INTO attempts (attempt_id, job_id, segment_id, market, instance_type, rows_kept)"
+        " VALUES ('j/s/1', 'j', 's', 'spot', 'c7i.xlarge', 7);"
+    )
+    db.commit()
+    db.close()
+    state = CoordinatorState(path)
+    [old] = state.attempts("j")
+    assert old["rows_kept"] == 7 and old["heartbeat_puts"] == 0
+    state.attempt_ended(
+        "j/s/1", ended_at=1.0, end_reason="done", rows_kept=7, rows_wasted=0, heartbeat_puts=42
+    )
+    assert state.attempts("j")[0]["heartbeat_puts"] == 42
+    state.close()
+    assert CoordinatorState(path).attempts("j")[0]["heartbeat_puts"] == 42  # opened again: no second ALTER

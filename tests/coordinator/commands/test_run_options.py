@@ -1,0 +1,28 @@
+"""`spotbatch run`'s worker options: the steady heartbeat interval follows the loss timeout, and one that
+would let a live worker be taken for lost is refused in one line."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from coordinator.commands.run import steady_heartbeat
+from coordinator.errors import ConfigError
+from inference.heartbeat import STEADY_HEARTBEAT_SECONDS
+
+
+def options(steady: float | None, timeout: float) -> argparse.Namespace:
+    return argparse.Namespace(steady_heartbeat_seconds=steady, heartbeat_timeout=timeout)
+
+
+def test_the_steady_interval_defaults_to_30_s_or_a_third_of_the_timeout() -> None:
+    assert steady_heartbeat(options(None, 90)) == STEADY_HEARTBEAT_SECONDS == 30
+    assert steady_heartbeat(options(None, 8)) == pytest.approx(8 / 3)  # a test's short timeout
+    assert steady_heartbeat(options(20, 90)) == 20
+
+
+@pytest.mark.parametrize("steady", [0, -1, 46])
+def test_an_interval_two_beats_do_not_fit_in_the_timeout_is_refused(steady: float) -> None:
+    with pytest.raises(ConfigError, match=f"--steady-heartbeat-seconds {steady:g}: .*--heartbeat-timeout"):
+        steady_heartbeat(options(steady, 90))
