@@ -108,10 +108,12 @@ def test_hybrid_with_forced_interruptions_equals_an_uninterrupted_run(
     assert hybrid.interruptions == 2
     interrupted = {e["segment_id"] for e in events(hybrid.result.run_dir) if e["to_state"] == "INTERRUPTED"}
     assert len(interrupted) == 2
-    # EC2's warning came through EventBridge and the queue: each segment was handed over on it, its
-    # replacement launched while the warned worker drained
+    # EC2's warning came through EventBridge and the queue: a segment was handed over on it, its
+    # replacement launched while the warned worker drained. The worker has the same notice from the
+    # metadata service, and on a busy machine its `draining` heartbeat can be seen first: then that signal
+    # hands the segment over, and the warning that follows finds nothing left to do
     warned = [e for e in events(hybrid.result.run_dir) if "(EventBridge)" in e["reason"]]
-    assert {e["segment_id"] for e in warned} == interrupted
+    assert warned and {e["segment_id"] for e in warned} <= interrupted
     assert all((e["from_state"], e["to_state"]) == ("RUNNING", "DRAINING") for e in warned)
     ledger = [json.loads(line) for line in (hybrid.result.run_dir / "ledger.jsonl").read_text().splitlines()]
     attempts = [a for a in ledger if a["kind"] == "attempt"]
