@@ -115,6 +115,7 @@ bench: model  ## benchmarks: each prints a ratio against a baseline measured in 
 	$(BIN)/python -m bench.recovery
 	$(BIN)/python -m bench.scale
 	$(BIN)/python -m bench.policies
+	$(BIN)/python -m bench.zones
 	$(BIN)/python -m bench.simulate_load
 
 clean:

@@ -1,16 +1,17 @@
 """The what-if engine: one job under one policy against one availability sequence, on a virtual clock.
 
 No processes and no sleeps: time advances a trace tick at a time. The job's work is split evenly over
-`instances` segments; each segment is one instance at a time, all in the same zone (one availability
-sequence), simulated one after the other.
+`instances` segments; each segment is one instance at a time, simulated one after the other, all against
+one availability sequence (one zone) or a `ZoneSet` (the zones of a region: a spot instance is reclaimed
+when its own zone goes, and a spot launch takes the first zone that has capacity, `zones.py`).
 
 One tick `[t, t + gap)`, for a segment:
 
-1. a spot instance whose tick is unavailable is reclaimed at `t`: billed to `t`; the work since its last
-   checkpoint is lost (`checkpoint_seconds`; 0 means the 2-minute notice drains it, nothing lost);
+1. a spot instance whose zone's tick is unavailable is reclaimed at `t`: billed to `t`; the work since its
+   last checkpoint is lost (`checkpoint_seconds`; 0 means the 2-minute notice drains it, nothing lost);
 2. the policy decides when the segment has no instance, or runs on on-demand: recovery policies
    (`on-demand`, `spot-only`, `hybrid`) through their `launch()`/`recover()`, deadline policies through
-   `choose(DeadlineView)`. A spot launch in an unavailable tick fails (the recovery policy hears
+   `choose(DeadlineView)`. A spot launch in a tick no zone has fails (the recovery policy hears
    "failed-launch"). A new instance first spends `changeover_seconds` booting (billed, no progress); leaving
    an instance on purpose drains it (nothing lost);
 3. the instance works the rest of the tick; the segment is done when its work is; billing is per second
@@ -35,6 +36,9 @@ from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
 from coordinator.policies.recovery import RecoveryPolicy
 from coordinator.policies.registry import Policy
 from coordinator.whatif.job import MIN_BILLED_SECONDS, Outcome, WhatIfJob
+from coordinator.whatif.zones import ZoneSet
+
+Availability = Sequence[bool] | ZoneSet  # one zone, or several
 
 
 class _Segment:
@@ -193,7 +197,7 @@ class _DeadlineDriver:
 def simulate_segment(
     policy: Policy,
     job: WhatIfJob,
-    available: Sequence[bool],
+    available: Availability,
     gap_seconds: int,
     *,
     index: int = 0,
@@ -205,12 +209,14 @@ def simulate_segment(
         if isinstance(policy, DeadlinePolicy)
         else _RecoveryDriver(policy, index, job.instances)
     )
+    zones = available if isinstance(available, ZoneSet) else ZoneSet.one(available)
+    held = zones.columns[0]  # the availability of the zone the spot instance holds
     finish: int | None = None
-    for tick, spot_available in enumerate(available):
+    for tick, spot_available in enumerate(zones.any_up):
         now = tick * gap_seconds
         reclaimed = False
         if segment.running == "spot":
-            if spot_available:  # spot keeps running: nothing to decide
+            if held[tick]:  # spot keeps running: nothing to decide
                 finish = segment.work(now, gap_seconds, total)
                 if finish is not None:
                     break
@@ -226,16 +232,18 @@ def simulate_segment(
                 segment.stop(now)  # on purpose: drained, nothing lost
             if choice is not None:
                 segment.start(choice, now)
+                if choice == "spot":
+                    held = zones.columns[zones.first_up(tick)]
         if segment.running is not None:
             finish = segment.work(now, gap_seconds, total)
             if finish is not None:
                 break
     if finish is None and segment.running is not None:
-        segment.stop(len(available) * gap_seconds)
+        segment.stop(len(zones.any_up) * gap_seconds)
     return segment.outcome(finish)
 
 
-def simulate_job(policy: Policy, job: WhatIfJob, available: Sequence[bool], gap_seconds: int) -> Outcome:
+def simulate_job(policy: Policy, job: WhatIfJob, available: Availability, gap_seconds: int) -> Outcome:
     """Every segment of the job against the same availability; the job ends when its last segment does.
 
     Segments are alike but for the market a recovery policy launches them on, and the engine is

@@ -1,0 +1,114 @@
+"""Multi-zone failover against one zone, on real spot traces, at the 12, 16 and 24 h deadlines.
+
+    python -m bench.zones [--traces ../shared/data/spot-traces/aws-02-15-2023] [--offsets 20] [--seed 0]
+
+The traces (Wu et al., NSDI 2024; see bench/policies.py) cover 9 zones over the same 45 days: 4 in
+us-east-1, 2 in us-east-2, 3 in us-west-2. Per region, `--offsets` random start offsets are drawn once and
+every zone is cut at the same ones, so a window of the region is the same hours in each of its zones.
+The job is bench/policies.py's (10 h of work on one instance, a 360-s changeover, the price table's
+p3.2xlarge prices). For each window: the job in each zone alone (the zone's own pool: what a fleet with one
+subnet gets), and the job with failover between the region's zones (`coordinator/whatif/zones.py`: a
+reclaimed spot instance is relaunched at once in a zone that has capacity). A job unfinished in its window
+is charged the rest at on-demand and misses its deadline.
+
+Per region, deadline and policy: mean cost as a share of all on-demand, deadlines met, reclaims per job;
+for one zone, the mean over the region's zones. The saving is what failover takes off one zone's cost.
+Every zone is priced at the table's spot price: the catalog's per-zone spot prices are keyed by zone ID
+(use1-az1), whose mapping to zone names (us-east-1a) differs per account.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from bench.policies import DEADLINE_HOURS, DEFAULT_TRACES, job_for
+from coordinator.whatif.engine import Availability, simulate_job
+from coordinator.whatif.job import WhatIfJob
+from coordinator.whatif.study import WINDOW_DEADLINES, policy_for
+from coordinator.whatif.traces import AvailabilityTrace
+from coordinator.whatif.zones import ZoneSet
+
+POLICIES = ("spot-only", "hybrid", "deadline")
+
+
+def region_of(trace: AvailabilityTrace) -> str:
+    return trace.name.split("_")[0][:-1]  # us-east-1a_v100_1 -> us-east-1
+
+
+def by_region(traces: list[AvailabilityTrace]) -> dict[str, list[AvailabilityTrace]]:
+    regions: dict[str, list[AvailabilityTrace]] = defaultdict(list)
+    for trace in traces:
+        regions[region_of(trace)].append(trace)
+    return {region: zones for region, zones in sorted(regions.items()) if len(zones) > 1}
+
+
+def score(policy: str, job: WhatIfJob, available: Availability, gap: int) -> tuple[float, bool, int]:
+    """(cost with the unfinished rest at on-demand, deadline met, reclaims)."""
+    outcome = simulate_job(policy_for(policy), job, available, gap)
+    cost = outcome.cost_usd + outcome.work_left_seconds * job.on_demand_usd_per_hour / 3_600
+    return cost, outcome.deadline_met, outcome.interruptions
+
+
+Scores = dict[tuple[float, str, str], list[tuple[float, bool, int]]]  # (deadline, policy, kind) -> runs
+
+
+def study(zones: list[AvailabilityTrace], offsets: int, seed: int) -> Scores:
+    gap = int(zones[0].gap_seconds)
+    ticks = -(-WINDOW_DEADLINES * max(DEADLINE_HOURS) * 3_600 // gap)
+    shortest = min(len(z.available) for z in zones)
+    rng = random.Random(f"{seed}:{region_of(zones[0])}")
+    starts = [rng.randrange(shortest - ticks + 1) for _ in range(offsets)]
+    scores: Scores = defaultdict(list)
+    for hours in DEADLINE_HOURS:
+        job = job_for(hours)
+        for start in starts:
+            windows = {z.name.split("_")[0]: z.window(start, ticks) for z in zones}
+            for policy in POLICIES:
+                for window in windows.values():
+                    scores[(hours, policy, "one zone")].append(score(policy, job, window, gap))
+                scores[(hours, policy, "failover")].append(score(policy, job, ZoneSet.of(windows), gap))
+    return scores
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--offsets", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    traces = [AvailabilityTrace.load(p, one_means="available") for p in sorted(args.traces.glob("*.json"))]
+    regions = by_region(traces)
+    if not regions:
+        raise SystemExit(f"no region with two zones' traces in {args.traces}: give --traces <folder>")
+    print(f"{len(traces)} traces from {args.traces}; {args.offsets} offsets per region, seed {args.seed}")
+    print(
+        "| region (zones) | deadline | policy | one zone: cost / on-demand | met | reclaims | failover: "
+        "cost / on-demand | met | reclaims | failover saves |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for region, zones in regions.items():
+        scores = study(zones, args.offsets, args.seed)
+        for hours in DEADLINE_HOURS:
+            gap = int(zones[0].gap_seconds)
+            on_demand = score("on-demand", job_for(hours), [True] * (2 * hours * 3_600 // gap), gap)[0]
+            for policy in POLICIES:
+                cells = []
+                means = []
+                for kind in ("one zone", "failover"):
+                    rows = scores[(hours, policy, kind)]
+                    mean = statistics.fmean(c for c, _, _ in rows)
+                    means.append(mean)
+                    met = sum(m for _, m, _ in rows) / len(rows)
+                    reclaims = statistics.fmean(r for _, _, r in rows)
+                    cells.append(f"{mean / on_demand:.1%} | {met:.0%} | {reclaims:.1f}")
+                saving = (means[0] - means[1]) / means[0]
+                label = f"{region} ({len(zones)})"
+                print(f"| {label} | {hours} h | {policy} | {cells[0]} | {cells[1]} | {saving:.1%} |")
+
+
+if __name__ == "__main__":
+    main()
