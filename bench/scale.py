@@ -94,10 +94,9 @@ class CallMeter:
         return taken
 
 
-def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    stack, meter = infra.stack, CallMeter()
-    ec2, s3 = meter.attach(infra.target.client("ec2")), meter.attach(infra.target.client("s3"))
-    job = f"scale-{size}"
+def controller_for(infra: Infrastructure, size: int, ec2: Any, s3: Any, tmp: Path) -> Controller:
+    """A spot-only job of `size` segments on the stack, its state in `tmp`."""
+    stack, job = infra.stack, f"scale-{size}"
     spec = JobSpec(
         job_id=job,
         input_key="data/none.parquet",
@@ -111,7 +110,7 @@ def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Pat
     state = CoordinatorState(tmp / f"{job}.db")
     segments = plan_segments(spec.rows, size, "s3://x")
     state.create_job(job, config={}, segments=[(s.segment_id, s.start, s.stop) for s in segments])
-    controller = Controller(
+    return Controller(
         spec=spec,
         state=state,
         store=S3Store(stack.bucket, job_prefix(job), client=s3),
@@ -121,12 +120,19 @@ def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Pat
         quotes=quotes_for(spec),
         clock=CloudClock(),
     )
+
+
+def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    stack, meter = infra.stack, CallMeter()
+    ec2, s3 = meter.attach(infra.target.client("ec2")), meter.attach(infra.target.client("s3"))
+    controller = controller_for(infra, size, ec2, s3, tmp)
+    job, state = controller.spec.job_id, controller.state
     launch_started = time.monotonic()
     controller.cycle()  # launches every segment
     launch_seconds = time.monotonic() - launch_started
     context = multiprocessing.get_context("spawn")
     stop = context.Event()
-    ids = [s.segment_id for s in segments]
+    ids = [row.segment_id for row in state.segments(job)]
     stub = context.Process(
         target=heartbeat_stub, args=(infra.target, stack.bucket, job, ids, args.beat_seconds, stop)
     )

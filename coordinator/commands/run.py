@@ -85,13 +85,10 @@ def add_parser(commands: Subcommands) -> None:
     worker.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     worker.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY, help="batches")
     worker.add_argument(
-        "--heartbeat-seconds", type=float, default=HEARTBEAT_SECONDS, help="while starting and draining"
+        "--heartbeat-seconds", type=float, default=HEARTBEAT_SECONDS, help="starting, draining"
     )
-    worker.add_argument(
-        "--steady-heartbeat-seconds",
-        type=float,
-        help=f"while running ({STEADY_HEARTBEAT_SECONDS:g}, or a third of --heartbeat-timeout if shorter)",
-    )
+    steady = f"running ({STEADY_HEARTBEAT_SECONDS:g}, or a third of --heartbeat-timeout if shorter)"
+    worker.add_argument("--steady-heartbeat-seconds", type=float, help=steady)
     worker.add_argument("--notice-poll-seconds", type=float, default=NOTICE_POLL_SECONDS)
     add_budget_options(run)
     run.set_defaults(handler=run_command)
