@@ -13,6 +13,11 @@ is charged the rest at on-demand and misses its deadline.
 
 Per region, deadline and policy: mean cost as a share of all on-demand, deadlines met, reclaims per job;
 for one zone, the mean over the region's zones. The saving is what failover takes off one zone's cost.
+
+Then rebalance recommendations (`coordinator/whatif/rebalance.py`): the same windows with the replacement
+started `--leads` seconds before each reclaim (0: on the reclaim, as without recommendations), per policy
+and deadline over every region's windows, one zone and failover: mean cost / on-demand and mean job hours,
+against lead 0 in the same run.
 Every zone is priced at the table's spot price: the catalog's per-zone spot prices are keyed by zone ID
 (use1-az1), whose mapping to zone names (us-east-1a) differs per account.
 """
@@ -20,6 +25,7 @@ Every zone is priced at the table's spot price: the catalog's per-zone spot pric
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import statistics
 from collections import defaultdict
@@ -33,6 +39,7 @@ from coordinator.whatif.traces import AvailabilityTrace
 from coordinator.whatif.zones import ZoneSet
 
 POLICIES = ("spot-only", "hybrid", "deadline")
+REBALANCE_POLICIES = ("hybrid", "deadline")
 
 
 def region_of(trace: AvailabilityTrace) -> str:
@@ -46,17 +53,25 @@ def by_region(traces: list[AvailabilityTrace]) -> dict[str, list[AvailabilityTra
     return {region: zones for region, zones in sorted(regions.items()) if len(zones) > 1}
 
 
-def score(policy: str, job: WhatIfJob, available: Availability, gap: int) -> tuple[float, bool, int]:
-    """(cost with the unfinished rest at on-demand, deadline met, reclaims)."""
+def score(policy: str, job: WhatIfJob, available: Availability, gap: int) -> tuple[float, bool, int, float]:
+    """(cost with the unfinished rest at on-demand, deadline met, reclaims, finish in hours or inf)."""
     outcome = simulate_job(policy_for(policy), job, available, gap)
     cost = outcome.cost_usd + outcome.work_left_seconds * job.on_demand_usd_per_hour / 3_600
-    return cost, outcome.deadline_met, outcome.interruptions
+    finish = outcome.finish_seconds / 3_600 if outcome.finish_seconds is not None else float("inf")
+    return cost, outcome.deadline_met, outcome.interruptions, finish
 
 
-Scores = dict[tuple[float, str, str], list[tuple[float, bool, int]]]  # (deadline, policy, kind) -> runs
+Scores = dict[tuple[float, str, str], list[tuple[float, bool, int, float]]]  # (deadline, policy, kind)
 
 
-def study(zones: list[AvailabilityTrace], offsets: int, seed: int) -> Scores:
+def study(
+    zones: list[AvailabilityTrace],
+    offsets: int,
+    seed: int,
+    *,
+    lead: int = 0,
+    policies: tuple[str, ...] = POLICIES,
+) -> Scores:
     gap = int(zones[0].gap_seconds)
     ticks = -(-WINDOW_DEADLINES * max(DEADLINE_HOURS) * 3_600 // gap)
     shortest = min(len(z.available) for z in zones)
@@ -64,10 +79,10 @@ def study(zones: list[AvailabilityTrace], offsets: int, seed: int) -> Scores:
     starts = [rng.randrange(shortest - ticks + 1) for _ in range(offsets)]
     scores: Scores = defaultdict(list)
     for hours in DEADLINE_HOURS:
-        job = job_for(hours)
+        job = dataclasses.replace(job_for(hours), rebalance_lead_seconds=lead)
         for start in starts:
             windows = {z.name.split("_")[0]: z.window(start, ticks) for z in zones}
-            for policy in POLICIES:
+            for policy in policies:
                 for window in windows.values():
                     scores[(hours, policy, "one zone")].append(score(policy, job, window, gap))
                 scores[(hours, policy, "failover")].append(score(policy, job, ZoneSet.of(windows), gap))
@@ -79,6 +94,7 @@ def main() -> None:
     parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
     parser.add_argument("--offsets", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--leads", default="0,60,120,195", help="rebalance leads, seconds (at most a tick)")
     args = parser.parse_args()
     traces = [AvailabilityTrace.load(p, one_means="available") for p in sorted(args.traces.glob("*.json"))]
     regions = by_region(traces)
@@ -100,14 +116,46 @@ def main() -> None:
                 means = []
                 for kind in ("one zone", "failover"):
                     rows = scores[(hours, policy, kind)]
-                    mean = statistics.fmean(c for c, _, _ in rows)
+                    mean = statistics.fmean(row[0] for row in rows)
                     means.append(mean)
-                    met = sum(m for _, m, _ in rows) / len(rows)
-                    reclaims = statistics.fmean(r for _, _, r in rows)
+                    met = sum(row[1] for row in rows) / len(rows)
+                    reclaims = statistics.fmean(row[2] for row in rows)
                     cells.append(f"{mean / on_demand:.1%} | {met:.0%} | {reclaims:.1f}")
                 saving = (means[0] - means[1]) / means[0]
                 label = f"{region} ({len(zones)})"
                 print(f"| {label} | {hours} h | {policy} | {cells[0]} | {cells[1]} | {saving:.1%} |")
+    print_rebalance(regions, args)
+
+
+def print_rebalance(regions: dict[str, list[AvailabilityTrace]], args: argparse.Namespace) -> None:
+    leads = [int(x) for x in args.leads.split(",")]
+    gap = int(next(iter(regions.values()))[0].gap_seconds)
+    by_lead = {
+        lead: [
+            study(zones, args.offsets, args.seed, lead=lead, policies=REBALANCE_POLICIES)
+            for zones in regions.values()
+        ]
+        for lead in leads
+    }
+    print(f"\nrebalance recommendations, every region's windows; leads {leads} s before the reclaim")
+    print(
+        "| deadline | policy | zones | "
+        + " | ".join(f"lead {lead} s: cost / on-demand, hours, met" for lead in leads)
+        + " |"
+    )
+    print("|---|---|---|" + "---|" * len(leads))
+    for hours in DEADLINE_HOURS:
+        on_demand = score("on-demand", job_for(hours), [True] * (2 * hours * 3_600 // gap), gap)[0]
+        for policy in REBALANCE_POLICIES:
+            for kind in ("one zone", "failover"):
+                cells = []
+                for lead in leads:
+                    rows = [row for scores in by_lead[lead] for row in scores[(hours, policy, kind)]]
+                    cost = statistics.fmean(row[0] for row in rows) / on_demand
+                    finish = statistics.fmean(row[3] for row in rows)
+                    met = sum(row[1] for row in rows) / len(rows)
+                    cells.append(f"{cost:.1%}, {finish:.2f} h, {met:.0%}")
+                print(f"| {hours} h | {policy} | {kind} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

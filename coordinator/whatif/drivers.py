@@ -5,21 +5,11 @@ segment has no instance or runs on on-demand.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from coordinator.policies.base import Cause, Market, SegmentHistory
 from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
 from coordinator.policies.recovery import RecoveryPolicy
 from coordinator.whatif.job import WhatIfJob
-
-
-class Segment(Protocol):
-    """What a driver reads of the engine's segment."""
-
-    running: Market | None
-    progress: int
-    boot_left: int
-    gap_seconds: int
+from coordinator.whatif.segment import Segment
 
 
 class RecoveryDriver:
@@ -62,6 +52,18 @@ class RecoveryDriver:
         self.interruptions += 1
         self.last = "spot"
 
+    def replace(self, segment: Segment, now: int, spot_available: bool) -> Market | None:
+        """A rebalance recommendation for the segment's spot instance: the market of a replacement started
+        now, as after an interruption (None: the policy would wait, so nothing starts early). Acting on it
+        counts the interruption that is coming."""
+        history = SegmentHistory(self.interruptions + 1, self.spot_failures, self.on_demand_failures, "spot")
+        market = self.policy.recover(history, "interrupted").market
+        if market is None or (market == "spot" and not spot_available):
+            return None
+        self.reclaimed()
+        self.last = market
+        return market
+
 
 class DeadlineDriver:
     """Asks a deadline policy `choose(view)` whenever the segment has no instance or runs on on-demand."""
@@ -72,8 +74,12 @@ class DeadlineDriver:
         self.policy = policy
         self.job = job
 
-    def decide(self, segment: Segment, now: int, spot_available: bool, reclaimed: bool) -> Market | None:
+    def decide(
+        self, segment: Segment, now: int, spot_available: bool, reclaimed: bool, *, replacing: bool = False
+    ) -> Market | None:
+        """`replacing`: asked for a replacement of the running instance (a rebalance recommendation)."""
         job, total = self.job, self.job.segment_work_seconds
+        running = None if replacing else segment.running
         view = DeadlineView(
             now_s=now,
             deadline_s=job.deadline_seconds,
@@ -81,8 +87,8 @@ class DeadlineDriver:
             changeover_s=job.changeover_seconds,
             tick_s=segment.gap_seconds,
             spot_available=spot_available,
-            running=segment.running,
-            boot_left_s=segment.boot_left,
+            running=running,
+            boot_left_s=segment.boot_left if running else 0,
             loss_s=job.checkpoint_seconds,
             total_work_s=total,
         )
@@ -91,3 +97,6 @@ class DeadlineDriver:
 
     def reclaimed(self) -> None:
         pass
+
+    def replace(self, segment: Segment, now: int, spot_available: bool) -> Market | None:
+        return self.decide(segment, now, spot_available, True, replacing=True)

@@ -14,10 +14,13 @@ One tick `[t, t + gap)`, for a segment:
    `choose(DeadlineView)`. A spot launch in a tick no zone has fails (the recovery policy hears
    "failed-launch"). A new instance first spends `changeover_seconds` booting (billed, no progress); leaving
    an instance on purpose drains it (nothing lost);
-3. the instance works the rest of the tick; the segment is done when its work is; billing is per second
-   with a 60-second minimum per instance (EC2 Linux).
+3. the instance works the rest of the tick (with `rebalance_lead_seconds`, in the tick before its zone's
+   reclaim the replacement starts on the recommendation and boots meanwhile, `rebalance.py`); the
+   segment is done when its work is; billing is per second with a 60-second minimum per instance (EC2
+   Linux).
 
-Everything is in whole seconds, so the optimum (`optimum.py`) can follow the same steps exactly.
+Everything is in whole seconds, so the optimum (`optimum.py`) can follow the same steps exactly (one
+zone, no rebalance).
 
 Usage::
 
@@ -31,96 +34,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from coordinator.policies.base import Market
+from coordinator.errors import WhatIfError
 from coordinator.policies.deadline import DeadlinePolicy
 from coordinator.policies.registry import Policy
 from coordinator.whatif.drivers import DeadlineDriver, RecoveryDriver
-from coordinator.whatif.job import MIN_BILLED_SECONDS, Outcome, WhatIfJob
+from coordinator.whatif.job import Outcome, WhatIfJob
+from coordinator.whatif.rebalance import recommended, replace_early
+from coordinator.whatif.segment import Segment
 from coordinator.whatif.zones import ZoneSet
 
 Availability = Sequence[bool] | ZoneSet  # one zone, or several
-
-
-class Segment:
-    """One segment's run: the instance it holds, its progress and what it has cost."""
-
-    __slots__ = (
-        "billed",
-        "boot_left",
-        "changeovers",
-        "checkpoint",
-        "cost",
-        "gap_seconds",
-        "interruptions",
-        "job",
-        "launched",
-        "progress",
-        "redone",
-        "running",
-    )
-
-    def __init__(self, job: WhatIfJob, gap_seconds: int) -> None:
-        self.job = job
-        self.gap_seconds = gap_seconds
-        self.running: Market | None = None
-        self.boot_left = 0
-        self.launched = 0
-        self.progress = 0
-        self.checkpoint = 0
-        self.cost = 0.0
-        self.billed = {"spot": 0, "on-demand": 0}
-        self.interruptions = 0
-        self.redone = 0
-        self.changeovers = 0
-
-    def stop(self, at: int) -> None:
-        assert self.running is not None
-        seconds = max(MIN_BILLED_SECONDS, at - self.launched)
-        self.billed[self.running] += seconds
-        self.cost += self.job.price(self.running) * seconds / 3600
-        self.running = None
-        self.boot_left = 0
-
-    def start(self, market: Market, at: int) -> None:
-        self.running = market
-        self.launched = at
-        self.boot_left = self.job.changeover_seconds
-        self.changeovers += 1
-
-    def reclaim(self, at: int) -> None:
-        self.stop(at)
-        self.interruptions += 1
-        self.redone += self.progress - self.checkpoint
-        self.progress = self.checkpoint
-
-    def work(self, now: int, seconds: int, total: int) -> int | None:
-        """Run one tick; returns the finish time if the segment's work is done within it."""
-        boot = min(self.boot_left, seconds)
-        self.boot_left -= boot
-        worked = seconds - boot
-        if self.progress + worked >= total:
-            finish = now + boot + (total - self.progress)
-            self.progress = total
-            self.stop(finish)
-            return finish
-        self.progress += worked
-        every = self.job.checkpoint_seconds
-        self.checkpoint = self.progress if every == 0 else self.progress // every * every
-        return None
-
-    def outcome(self, finish: int | None) -> Outcome:
-        total = self.job.segment_work_seconds
-        return Outcome(
-            cost_usd=self.cost,
-            finish_seconds=finish,
-            deadline_met=finish is not None and finish <= self.job.deadline_seconds,
-            interruptions=self.interruptions,
-            redone_seconds=self.redone,
-            spot_seconds=self.billed["spot"],
-            on_demand_seconds=self.billed["on-demand"],
-            changeovers=self.changeovers,
-            work_left_seconds=total - self.progress,
-        )
 
 
 def simulate_segment(
@@ -140,13 +63,24 @@ def simulate_segment(
     )
     zones = available if isinstance(available, ZoneSet) else ZoneSet.one(available)
     held = zones.columns[0]  # the availability of the zone the spot instance holds
+    lead = job.rebalance_lead_seconds
+    if lead > gap_seconds:
+        raise WhatIfError(
+            f"rebalance_lead_seconds={lead} is longer than a tick ({gap_seconds} s): a recommendation is "
+            "modelled within the tick before the reclaim"
+        )
     finish: int | None = None
     for tick, spot_available in enumerate(zones.any_up):
         now = tick * gap_seconds
         reclaimed = False
         if segment.running == "spot":
-            if held[tick]:  # spot keeps running: nothing to decide
-                finish = segment.work(now, gap_seconds, total)
+            if held[tick]:  # spot keeps running: nothing to decide, unless a rebalance is recommended
+                early = (
+                    replace_early(segment, driver, zones, held, tick)
+                    if recommended(held, tick, lead)
+                    else None
+                )
+                finish, held = early if early is not None else (segment.work(now, gap_seconds, total), held)
                 if finish is not None:
                     break
                 continue

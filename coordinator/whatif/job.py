@@ -27,12 +27,14 @@ class WhatIfJob:
     on_demand_usd_per_hour: float
     instances: int = 1
     checkpoint_seconds: int = 0  # work between checkpoints; 0: a reclaim's notice drains, nothing is lost
+    # EC2's rebalance recommendation comes this long before a reclaim; > 0: the replacement starts on it
+    rebalance_lead_seconds: int = 0
 
     def __post_init__(self) -> None:
         for field in ("work_seconds", "deadline_seconds", "instances"):
             if getattr(self, field) <= 0:
                 raise WhatIfError(f"{field} must be positive, got {getattr(self, field)}")
-        for field in ("changeover_seconds", "checkpoint_seconds"):
+        for field in ("changeover_seconds", "checkpoint_seconds", "rebalance_lead_seconds"):
             if getattr(self, field) < 0:
                 raise WhatIfError(f"{field} must be >= 0, got {getattr(self, field)}")
         for field in ("spot_usd_per_hour", "on_demand_usd_per_hour"):
