@@ -19,6 +19,10 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from coordinator.errors import ThrottledError
+from coordinator.job.aws_errors import raise_for_setup
 from inference.heartbeat import Heartbeat
 from inference.layout import heartbeat_key
 from inference.storage import ObjectNotFound, ObjectStore
@@ -63,7 +67,15 @@ class HeartbeatReader:
         wanted = set(segment_ids)
         if not wanted:
             return {}
-        listing = self.store.fingerprints(HEARTBEATS_PREFIX)
+        try:
+            listing = self.store.fingerprints(HEARTBEATS_PREFIX)
+        except ClientError as error:  # denied: the job stops with what to grant; else look next cycle
+            raise_for_setup(error, "s3", "listing the job's heartbeats")
+            raise ThrottledError(
+                f"listing the job's heartbeats: {error}", [f"ListObjectsV2: {error}"]
+            ) from None
+        except BotoCoreError as error:  # a reset connection, an unparsable answer: look again next cycle
+            raise ThrottledError(f"listing the job's heartbeats: {error}", [type(error).__name__]) from None
         self.requests.lists += 1 + len(listing) // 1000  # ListObjectsV2 returns 1,000 keys a page
         moved = {}
         for segment_id in sorted(wanted):

@@ -175,6 +175,12 @@ def _data_and_observation_statements(arns: StackArns) -> list[Statement]:
             (f"{arns.bucket_arn}/{arns.job_prefix}*",),
         ),
         Statement(
+            "ListJobHeartbeats",
+            (("s3:ListBucket", "one listing of a job's heartbeats a cycle: the ETags tell which changed"),),
+            (arns.bucket_arn,),
+            {"StringLike": {"s3:prefix": [f"{arns.job_prefix}*"]}},
+        ),
+        Statement(
             "ReadWorkerMetrics",
             (("cloudwatch:GetMetricStatistics", "CPU, memory and rows/s of each attempt, for the ledger"),),
             ("*",),

@@ -65,3 +65,27 @@ def test_a_torn_heartbeat_is_no_beat_and_is_read_again_once_rewritten(store: Obj
     assert reader.changed(["seg-0000"]) == {} and reader.requests.gets == 1  # not fetched again unchanged
     beat(store, "seg-0000", 7)
     assert reader.changed(["seg-0000"])["seg-0000"].rows_done == 7
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "raised", "says"),
+    [
+        ("AccessDenied", 403, "PermissionDenied", "grant it in the coordinator's policy"),
+        ("InternalError", 500, "ThrottledError", "listing the job's heartbeats"),
+    ],
+)
+def test_a_failed_listing_is_a_setup_error_or_a_look_skipped(
+    aws_credentials: None, code: str, status: int, raised: str, says: str
+) -> None:
+    """Denied: the job stops and says what to grant (no traceback); S3 busy past its retries: this cycle
+    looks at nothing and the next one lists again."""
+    from botocore.stub import Stubber
+
+    from coordinator import errors
+
+    client = boto3.client("s3", region_name="us-east-1")
+    with Stubber(client) as stub:
+        stub.add_client_error("list_objects_v2", service_error_code=code, http_status_code=status)
+        reader = HeartbeatReader(S3Store("beats", "jobs/j", client=client))
+        with pytest.raises(getattr(errors, raised), match=says):
+            reader.changed(["seg-0000"])
