@@ -1,5 +1,5 @@
-"""The embedded AWS's process: moto's server, plus three behaviours of EC2 that moto lacks and one lookup
-that moto makes quadratic.
+"""The embedded AWS's process: moto's server, plus three behaviours of EC2 that moto lacks, one lookup
+that moto makes quadratic, and one S3 deletion moto fails.
 
 EC2 shows a terminated instance in `DescribeInstances` for about an hour, then forgets it ("Terminated
 instances remain visible ... for approximately one hour", the EC2 User Guide, "Terminate Amazon EC2
@@ -26,6 +26,12 @@ EventBridge when it does; moto says "Client.UserInitiatedShutdown" for every end
 TerminateInstances carrying the simulator's reason header (`ec2_events.with_state_reason`: a spot reclaim,
 a machine that powered itself off) records that reason, and every termination publishes the state-change
 event through moto's EventBridge, whose rules deliver it to the stack's queue (`install_termination_events`).
+
+S3 deletes a key with every version: moto disposes of each version and a delete marker has no `dispose`,
+so once a bucket's versioning is suspended (Terraform's force_destroy does that first) a key that had been
+deleted while versioned (a worker deletes the parts a killed attempt wrote) could not be deleted: a 500
+that the provider retried for minutes. A delete marker holds no data; disposing of it is nothing
+(`install_disposable_delete_markers`).
 
 Usage::
 
@@ -170,6 +176,13 @@ def install_own_tags() -> None:
     setattr(TaggedEC2Resource, "get_tags", own_tags)  # noqa: B010  (a method replaced: mypy would refuse it)
 
 
+def install_disposable_delete_markers() -> None:
+    from moto.s3.models import FakeDeleteMarker
+
+    if not hasattr(FakeDeleteMarker, "dispose"):
+        setattr(FakeDeleteMarker, "dispose", lambda self, garbage=False: None)  # noqa: B010
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], add_help=False)
     parser.add_argument("--terminated-visible-seconds", type=float, default=EC2_TERMINATED_VISIBLE_SECONDS)
@@ -179,6 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     install_own_tags()
     install_atomic_launches()
     install_termination_events()
+    install_disposable_delete_markers()
     forgetter = TerminatedInstanceForgetter(ours.terminated_visible_seconds)
     threading.Thread(target=forgetter.run_forever, name="forget-terminated", daemon=True).start()
     from moto.server import main as moto_server_main

@@ -221,3 +221,26 @@ def test_a_termination_says_why_and_is_told_to_eventbridge() -> None:
             for m in got
         )
         assert details == sorted([(reclaimed, "terminated"), (ended, "terminated")])
+
+
+def test_a_bucket_whose_objects_were_deleted_while_versioned_can_be_emptied_after() -> None:
+    """Terraform's force_destroy suspends versioning, then deletes every version: moto failed on a key
+    whose versions include a delete marker (a worker deletes parts a killed attempt wrote) with a 500,
+    which the provider retried for minutes."""
+    with MotoServer() as aws:
+        s3 = aws.target().client("s3")
+        s3.create_bucket(Bucket="versioned-parts")
+        s3.put_bucket_versioning(Bucket="versioned-parts", VersioningConfiguration={"Status": "Enabled"})
+        s3.put_object(Bucket="versioned-parts", Key="parts/seg-0000/1.parquet", Body=b"x")
+        s3.delete_object(Bucket="versioned-parts", Key="parts/seg-0000/1.parquet")  # a delete marker
+        s3.put_bucket_versioning(Bucket="versioned-parts", VersioningConfiguration={"Status": "Suspended"})
+        listed = s3.list_object_versions(Bucket="versioned-parts")
+        versions = [*listed.get("Versions", []), *listed.get("DeleteMarkers", [])]
+        objects = [{"Key": v["Key"], "VersionId": v["VersionId"]} for v in versions]
+        assert len(objects) == 2
+        answer = s3.delete_objects(Bucket="versioned-parts", Delete={"Objects": objects})
+        assert answer.get("Errors", []) == []
+        s3.delete_object(
+            Bucket="versioned-parts", Key="parts/seg-0000/1.parquet"
+        )  # what is left of the key goes too
+        s3.delete_bucket(Bucket="versioned-parts")
