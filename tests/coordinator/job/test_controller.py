@@ -172,7 +172,10 @@ def test_throttling_500s_and_spot_capacity_are_handled_per_policy(
         FaultRule("RunInstances", "InternalError", times=2),
         FaultRule("RunInstances", "InsufficientInstanceCapacity", times=zones, template_id=spot_template),
     )
-    config = settings(tmp_path, tiny_model_dir, sentences_parquet, runs={"hybrid": 1}, faults=faults)
+    # one segment: a cycle's launches go out together, and the faults would be shared among them
+    config = settings(
+        tmp_path, tiny_model_dir, sentences_parquet, runs={"hybrid": 1}, faults=faults, segments=1
+    )
     (run,) = run_matrix(config, stack)
     outcome = run.result.outcome
     assert outcome.succeeded, outcome.failures
@@ -181,7 +184,7 @@ def test_throttling_500s_and_spot_capacity_are_handled_per_policy(
     # run.json carries every setting of the run, the simulator's included (boot and model were once lost)
     assert record["boot"] == "fork" and record["model"] == str(tiny_model_dir)
     assert (record["batch_size"], record["checkpoint_every"], record["seed"]) == (16, 4, 0)
-    assert record["spec"]["policy"] == "hybrid" and record["spec"]["segments"] == 4
+    assert record["spec"]["policy"] == "hybrid" and record["spec"]["segments"] == 1
     assert (
         record["faults_injected"]
         == [
@@ -217,6 +220,7 @@ def test_throttling_longer_than_the_retry_budget_does_not_fail_a_segment(
         runs={"spot-only": 1},
         faults=faults,
         ec2_max_attempts=attempts,
+        segments=1,  # the faults all for one launch (a cycle's launches go out together)
     )
     (run,) = run_matrix(config, stack)
     outcome = run.result.outcome
