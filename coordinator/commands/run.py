@@ -80,7 +80,15 @@ def add_parser(commands: Subcommands) -> None:
     run.add_argument("--cycle-seconds", type=float, default=CYCLE_SECONDS)
     run.add_argument("--heartbeat-timeout", type=float, default=HEARTBEAT_TIMEOUT_SECONDS)
     run.add_argument("--boot-timeout", type=float, default=BOOT_TIMEOUT_SECONDS)
+    rebalance = "start the replacement on EC2's rebalance recommendation (Capacity Rebalancing)"
+    run.add_argument("--replace-on-rebalance", action="store_true", help=rebalance)
     run.add_argument("--planned-rows-per-s", type=float, default=50.0, help="for the first budget estimates")
+    add_worker_options(run)
+    add_budget_options(run)
+    run.set_defaults(handler=run_command)
+
+
+def add_worker_options(run: argparse.ArgumentParser) -> None:
     worker = run.add_argument_group("the workers (tags the boot script passes on)")
     worker.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     worker.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY, help="batches")
@@ -90,8 +98,6 @@ def add_parser(commands: Subcommands) -> None:
     steady = f"running ({STEADY_HEARTBEAT_SECONDS:g}, or a third of --heartbeat-timeout if shorter)"
     worker.add_argument("--steady-heartbeat-seconds", type=float, help=steady)
     worker.add_argument("--notice-poll-seconds", type=float, default=NOTICE_POLL_SECONDS)
-    add_budget_options(run)
-    run.set_defaults(handler=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -194,6 +200,7 @@ def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: Sta
         heartbeat_timeout=args.heartbeat_timeout,
         boot_timeout=args.boot_timeout,
         deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
+        replace_on_rebalance=args.replace_on_rebalance,
         tuning=WorkerTuning(
             batch_size=args.batch_size,
             checkpoint_every=args.checkpoint_every,

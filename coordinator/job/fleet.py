@@ -185,10 +185,15 @@ class Fleet:
                 instances = self._run(ClientToken=token, **placed, **kwargs)["Instances"]
             except CapacityError as error:  # this zone has none: the next one may
                 refusals += [f"{zone or 'default'}: {h}" for h in error.history]
-                self.refused_until[(request.market, zone)] = self.clock() + REFUSAL_MEMORY_SECONDS
+                self.avoid(request.market, zone)
                 continue
             return str(instances[0]["InstanceId"])
         raise CapacityError(f"no capacity for {request.market} in any zone: {'; '.join(refusals)}", refusals)
+
+    def avoid(self, market: str, zone: str) -> None:
+        """Try `zone` last for `market` for a while, as after a refusal (a rebalance recommendation: its
+        capacity is at risk)."""
+        self.refused_until[(market, zone)] = self.clock() + REFUSAL_MEMORY_SECONDS
 
     def zones_for(self, segment_id: str, market: str = "") -> list[tuple[str, str]]:
         """The stack's (zone, subnet) pairs, starting at a zone picked by the segment (spread, stable); the
@@ -230,6 +235,11 @@ class Fleet:
     def job_instances(self, job_id: str) -> dict[str, InstanceInfo]:
         """Every instance of the job EC2 still lists, each page through the retries of `_call`."""
         return list_instances(partial(self._call, "describe_instances"), job_id=job_id)
+
+    def instance(self, instance_id: str) -> InstanceInfo | None:
+        return list_instances(partial(self._call, "describe_instances"), instance_ids=[instance_id]).get(
+            instance_id
+        )
 
     def alive(self, job_id: str) -> list[str]:
         return alive_ids(self.job_instances(job_id))

@@ -14,8 +14,14 @@ A leaving attempt ends when the monitor sees its final heartbeat or its instance
 and recorded as interrupted (or done, if it finished the segment within its notice: the replacement then
 finds the checkpoint complete and ends at once). A warning for an attempt still booting ends it at once:
 there is nothing to drain. A state-change event needs nothing here: it wakes the loop, whose monitor sees
-the instance gone in the same cycle. A rebalance recommendation is received and not acted on yet (starting
-the replacement on it, before the warning, is a policy option still to be built and measured).
+the instance gone in the same cycle.
+
+A rebalance recommendation (the instance's capacity is at elevated risk, often before any warning) is
+acted on only with the job's `replace_on_rebalance`, as EC2 Capacity Rebalancing does: the same hand-over,
+with the instance's zone tried last for spot, but the old worker is not stopped: it works on while the
+replacement boots, until the replacement's first heartbeat (its claim of the checkpoint fences the old
+worker's writes); then its instance is terminated, and its attempt ends as `switched` (left on purpose, not
+reclaimed; `interrupted` if the reclaim came first).
 
 Usage::
 
@@ -28,8 +34,10 @@ from __future__ import annotations
 
 import logging
 
+from coordinator.errors import LaunchError
 from coordinator.job import state as states
 from coordinator.job.attempts import AttemptBook
+from coordinator.job.end_reasons import SPOT_TERMINATION
 from coordinator.job.events import InstanceEvent
 from coordinator.job.monitor import AttemptView
 
@@ -39,16 +47,22 @@ log = logging.getLogger("coordinator")
 class Handover:
     def __init__(self, book: AttemptBook) -> None:
         self.book = book
+        self.rebalanced: dict[str, bool] = {}  # leaving attempt id -> its instance told to stop yet
 
     def act(self, event: InstanceEvent) -> None:
-        if event.kind != "interruption-warning":
+        rebalance = event.kind == "rebalance"
+        if not (event.kind == "interruption-warning" or (rebalance and self.book.spec.replace_on_rebalance)):
             return
         book, job = self.book, self.book.job_id
         segment = next((s for s, t in book.active.items() if t.active.instance_id == event.instance_id), None)
         if segment is None or book.active[segment].active.market != "spot":
             return  # an attempt already ended or leaving, or not on spot
         current = book.state.segment(job, segment).state
-        why = f"EC2 interruption warning for {event.instance_id} (EventBridge)"
+        what = "rebalance recommendation" if rebalance else "interruption warning"
+        why = f"EC2 {what} for {event.instance_id} (EventBridge)"
+        if rebalance and current == states.RUNNING:
+            self.rebalanced[book.active[segment].active.attempt_id] = False
+            self._avoid_its_zone(event.instance_id)
         if current == states.RUNNING:
             book.state.set_draining(job, segment, reason=why)
             book.leaving[segment] = book.active.pop(segment)
@@ -65,13 +79,36 @@ class Handover:
         log.info("%s: %s; replacing it now", segment, why)
 
     def observe(self, view: AttemptView) -> None:
-        """A leaving attempt: ended once its worker has said its last word or its instance is gone."""
+        """A leaving attempt: ended once its worker has said its last word or its instance is gone; a
+        rebalanced one is stopped once its replacement has beaten."""
+        attempt, segment = view.attempt, view.attempt.segment_id
         if view.verdict in ("booting", "running"):
+            if self.rebalanced.get(attempt.attempt_id) is False and self._replacement_started(segment):
+                self.rebalanced[attempt.attempt_id] = True
+                self.book.fleet.terminate([attempt.instance_id])
+                log.info("%s: replacement running; stopping %s (rebalanced)", segment, attempt.instance_id)
             return
-        segment = view.attempt.segment_id
         tracked = self.book.leaving.pop(segment)
         self.book.checkpointed.pop(segment, None)  # its drain moved the checkpoint on: read it again
-        self.book.close(tracked, "done" if view.verdict == "done" else "interrupted", view)
+        reclaimed = view.state_reason == SPOT_TERMINATION
+        switched = self.rebalanced.pop(attempt.attempt_id, None) is not None and not reclaimed
+        reason = "done" if view.verdict == "done" else "switched" if switched else "interrupted"
+        self.book.close(tracked, reason, view)
+
+    def _avoid_its_zone(self, instance_id: str) -> None:
+        try:
+            info = self.book.fleet.instance(instance_id)
+        except LaunchError as error:  # EC2 busy: the replacement may land in the same zone, no worse
+            log.warning("zone of %s unknown (%s); not avoided", instance_id, error)
+            return
+        if info is not None and info.zone:
+            self.book.fleet.avoid("spot", info.zone)
+
+    def _replacement_started(self, segment: str) -> bool:
+        tracked = self.book.active.get(segment)
+        return (
+            tracked is not None and self.book.monitor.latest_heartbeat(tracked.active.attempt_id) is not None
+        )
 
     def close_all(self, why: str) -> None:
         """At the end of the job or on a stop: every leaving attempt terminated and priced."""

@@ -34,6 +34,7 @@ class InstanceInfo:
     state: str
     tags: dict[str, str]
     state_reason: str = ""  # EC2's StateReason code, as Server.SpotInstanceTermination ("" none given)
+    zone: str = ""  # its availability zone (Placement)
 
     @property
     def alive(self) -> bool:
@@ -81,8 +82,9 @@ def list_instances(
             for instance in reservation["Instances"]:
                 tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
                 reason = str(instance.get("StateReason", {}).get("Code", ""))
+                zone = str(instance.get("Placement", {}).get("AvailabilityZone", ""))
                 found[instance["InstanceId"]] = InstanceInfo(
-                    instance["InstanceId"], instance["State"]["Name"], tags, reason
+                    instance["InstanceId"], instance["State"]["Name"], tags, reason, zone
                 )
         token = page.get("NextToken")
         if not token:

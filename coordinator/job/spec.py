@@ -45,4 +45,5 @@ class JobSpec:
     deadline_seconds: float | None = None  # cloud seconds from the job's start; deadline policies need one
     changeover_seconds: float = CHANGEOVER_SECONDS  # until the job has seen a first heartbeat
     reclaim_overhead_seconds: float = RECLAIM_OVERHEAD_SECONDS
+    replace_on_rebalance: bool = False  # start the replacement on EC2's rebalance recommendation
     tuning: WorkerTuning = field(default_factory=WorkerTuning)  # batch size, checkpoints, beats (tags)

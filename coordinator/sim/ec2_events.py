@@ -50,6 +50,10 @@ def interruption_warning(instance_id: str, region: str, account: str) -> dict[st
     return _entry("EC2 Spot Instance Interruption Warning", detail, region, account)
 
 
+def rebalance_recommendation(instance_id: str, region: str, account: str) -> dict[str, Any]:
+    return _entry("EC2 Instance Rebalance Recommendation", {"instance-id": instance_id}, region, account)
+
+
 def state_change(instance_id: str, state: str, region: str, account: str) -> dict[str, Any]:
     detail = {"instance-id": instance_id, "state": state}
     return _entry("EC2 Instance State-change Notification", detail, region, account)

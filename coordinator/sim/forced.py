@@ -27,7 +27,7 @@ def forced_interrupter(
     kind: str,
 ) -> OnCycle:
     """For tests: at each listed cloud second after the start, interrupt (`kind`: notice, hard-kill) one
-    running spot instance, or crash its worker (`crash`)."""
+    running spot instance, crash its worker (`crash`), or send its rebalance recommendation (`rebalance`)."""
     pending = sorted(at)
     start = clock.now()
 
@@ -48,6 +48,8 @@ def forced_interrupter(
             pending.pop(0)
             if kind == "crash":
                 injector.crash(spot[0])
+            elif kind == "rebalance":
+                injector.recommend_rebalance(spot[0])
             else:
                 injector.interrupt(spot[0], hard=kind == "hard-kill")
 

@@ -34,6 +34,7 @@ import random
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,7 +43,12 @@ from typing import Any
 
 from coordinator.job.clock import CloudClock
 from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_MARKET, TAG_SEGMENT
-from coordinator.sim.ec2_events import SPOT_TERMINATION, interruption_warning, with_state_reason
+from coordinator.sim.ec2_events import (
+    SPOT_TERMINATION,
+    interruption_warning,
+    rebalance_recommendation,
+    with_state_reason,
+)
 from coordinator.sim.instance_runtime import InstanceRuntime
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.stack.target import AwsTarget
@@ -244,16 +250,31 @@ class InterruptionInjector:
         instance.worker.signal(signal.SIGKILL)
         return record
 
+    def recommend_rebalance(self, instance_id: str) -> bool:
+        """EC2's rebalance recommendation for the instance, through EventBridge; no notice, no reclaim."""
+        with self._lock:
+            if instance_id in self.handled:
+                return False
+            self.handled.add(instance_id)
+        return self._publish(instance_id, rebalance_recommendation)
+
     def _publish_warning(self, instance_id: str) -> None:
+        if self._publish(instance_id, interruption_warning):
+            self.warnings_published += 1
+
+    def _publish(self, instance_id: str, document: Callable[[str, str, str], dict[str, Any]]) -> bool:
         if self.events is None:
-            return
+            return False
         region = self.events.meta.region_name
         try:
             account = self._account = getattr(self, "_account", None) or _account_of(self.ec2, instance_id)
-            self.events.put_events(Entries=[interruption_warning(instance_id, region, account)])
-            self.warnings_published += 1
-        except Exception as error:  # the worker still has its notice: the heartbeat path carries on
-            log.warning("interruption warning for %s not published: %s", instance_id, error)
+            self.events.put_events(Entries=[document(instance_id, region, account)])
+        except (
+            Exception
+        ) as error:  # a warning: the worker still has its notice, the heartbeat path carries on
+            log.warning("%s for %s not published: %s", document.__name__, instance_id, error)
+            return False
+        return True
 
     def _reclaim(self, instance_id: str) -> None:
         self._terminate(instance_id)

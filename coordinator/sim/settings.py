@@ -84,6 +84,8 @@ class SimulationSettings:
     # run name -> cloud seconds after the start at which to interrupt one running spot instance (tests)
     forced_hard: bool = False  # forced interruptions are hard kills (SIGKILL + terminate), not notices
     forced_crash: bool = False  # forced "interruptions" are worker crashes (SIGKILL; the machine powers off)
+    forced_rebalance: bool = False  # forced "interruptions" are rebalance recommendations (no reclaim)
+    replace_on_rebalance: bool = False  # the jobs start a replacement on a rebalance recommendation
     ec2_max_attempts: int = EC2_MAX_ATTEMPTS  # the coordinator's EC2 client's (tests shorten the backoff)
     cycle_seconds: float = CYCLE_SECONDS  # the coordinator's look interval (wall)
     # the deadline configuration's deadline: this many times the mean on-demand job time of the same matrix
@@ -97,7 +99,10 @@ class SimulationSettings:
 
     @property
     def forced_kind(self) -> str:
-        """What a forced interruption is: a notice, a hard kill, or a crash of the worker."""
+        """What a forced interruption is: a notice, a hard kill, a crash of the worker, or a rebalance
+        recommendation."""
+        if self.forced_rebalance:
+            return "rebalance"
         return "crash" if self.forced_crash else "hard-kill" if self.forced_hard else "notice"
 
     def policy_options(self, config: str) -> dict[str, float]:

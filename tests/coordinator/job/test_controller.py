@@ -162,6 +162,37 @@ def test_a_crashed_worker_is_told_from_an_interruption_by_ec2s_state_reason(
     assert alive(stack, job_of(config, hybrid.name)) == []
 
 
+def test_a_rebalance_recommendation_starts_the_replacement_in_another_zone_while_the_old_one_works(
+    stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
+) -> None:
+    """With `replace_on_rebalance`, EC2's rebalance recommendation (through EventBridge) starts the
+    replacement at once, in another zone; the old worker works on until the replacement has beaten, then its
+    instance is stopped: `switched`, no interruption, every row once."""
+    config = settings(
+        tmp_path,
+        busy_model_dir,
+        sentences_parquet,
+        runs={"spot-only": 1},
+        forced_interruptions={"spot-only-01": [20.0]},
+        forced_rebalance=True,
+        replace_on_rebalance=True,
+    )
+    (run,) = run_matrix(config, stack)
+    assert run.result.outcome.succeeded, run.result.outcome.failures
+    input_ids = pq.read_table(sentences_parquet).column("id").to_pylist()
+    assert sorted(predictions(run.result.run_dir)) == sorted(input_ids)
+    ledger = [json.loads(line) for line in (run.result.run_dir / "ledger.jsonl").read_text().splitlines()]
+    attempts = [a for a in ledger if a["kind"] == "attempt"]
+    [switched] = [a for a in attempts if a["end_reason"] == "switched"]
+    later = [a for a in attempts if a["segment_id"] == switched["segment_id"]]
+    assert [a["market"] for a in later] == ["spot", "spot"] and ledger[-1]["interruptions"] == 0
+    told = [e for e in events(run.result.run_dir) if "rebalance recommendation" in e["reason"]]
+    assert [e["segment_id"] for e in told] == [switched["segment_id"]]
+    zones = {i: info.zone for i, info in job_instances(stack, job_of(config, run.name)).items()}
+    assert zones[later[0]["instance_id"]] != zones[later[1]["instance_id"]]  # the at-risk zone tried last
+    assert alive(stack, job_of(config, run.name)) == []
+
+
 def test_throttling_500s_and_spot_capacity_are_handled_per_policy(
     stack: Infrastructure, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
 ) -> None:
