@@ -77,6 +77,12 @@ def add_parser(commands: Subcommands) -> None:
     job.add_argument(
         "--checkpoint-seconds", type=int, default=0, help="work lost to a reclaim at most; 0: drained"
     )
+    job.add_argument(
+        "--rebalance-lead-seconds",
+        type=int,
+        default=0,
+        help="start the replacement this long before each reclaim (a rebalance recommendation; <= a tick)",
+    )
     prices = whatif.add_argument_group("prices (from the price table unless given)")
     prices.add_argument("--spot-price", type=float, help="$/h, overrides the table")
     prices.add_argument("--on-demand-price", type=float, help="$/h, overrides the table")
@@ -133,6 +139,7 @@ def job_from(args: argparse.Namespace) -> WhatIfJob:
         deadline_seconds=round(args.deadline_hours * 3600),
         changeover_seconds=args.changeover_seconds,
         checkpoint_seconds=args.checkpoint_seconds,
+        rebalance_lead_seconds=args.rebalance_lead_seconds,
         instances=args.instances,
         spot_usd_per_hour=price(args.spot_price, "spot"),
         on_demand_usd_per_hour=price(args.on_demand_price, "on-demand"),
