@@ -215,17 +215,27 @@ def print_speed(trace: AvailabilityTrace) -> None:
         print(f"  {instances:>5d} instances: {rate:>9,.0f} jobs/s")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def trace_options(description: str) -> argparse.ArgumentParser:
+    """The options of the benchmarks on the traces: their folder, the start offsets, the seed."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
     parser.add_argument("--offsets", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def load_traces(folder: Path) -> list[AvailabilityTrace]:
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        raise SystemExit(f"no traces (*.json) in {folder}: give --traces <folder>")
+    return [AvailabilityTrace.load(path, one_means="available") for path in files]
+
+
+def main() -> None:
+    parser = trace_options(__doc__.splitlines()[0])
     parser.add_argument("--sweep", action="store_true", help="also sweep the deadline policy's reserve_hours")
     args = parser.parse_args()
-    files = sorted(args.traces.glob("*.json"))
-    if not files:
-        raise SystemExit(f"no traces (*.json) in {args.traces}: give --traces <folder>")
-    traces = [AvailabilityTrace.load(path, one_means="available") for path in files]
+    traces = load_traces(args.traces)
     print(f"{len(traces)} traces from {args.traces}, {args.offsets} offsets each, seed {args.seed}")
     print(f"prices (price table, p3.2xlarge us-east-1): spot {SPOT:g} $/h, on-demand {ON_DEMAND:g} $/h")
     started = time.perf_counter()

@@ -29,9 +29,8 @@ import dataclasses
 import random
 import statistics
 from collections import defaultdict
-from pathlib import Path
 
-from bench.policies import DEADLINE_HOURS, DEFAULT_TRACES, job_for
+from bench.policies import DEADLINE_HOURS, job_for, load_traces, trace_options
 from coordinator.whatif.engine import Availability, simulate_job
 from coordinator.whatif.job import WhatIfJob
 from coordinator.whatif.study import WINDOW_DEADLINES, policy_for
@@ -90,13 +89,10 @@ def study(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
-    parser.add_argument("--offsets", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = trace_options(__doc__.splitlines()[0])
     parser.add_argument("--leads", default="0,60,120,195", help="rebalance leads, seconds (at most a tick)")
     args = parser.parse_args()
-    traces = [AvailabilityTrace.load(p, one_means="available") for p in sorted(args.traces.glob("*.json"))]
+    traces = load_traces(args.traces)
     regions = by_region(traces)
     if not regions:
         raise SystemExit(f"no region with two zones' traces in {args.traces}: give --traces <folder>")

@@ -13,6 +13,8 @@ from coordinator.cost.pricing import PriceTable
 from coordinator.whatif.study import DEFAULT_POLICIES
 from tests.coordinator.whatif.conftest import TRACES
 
+ONE_HOUR = ["--model", "random", "--work-hours", "1", "--deadline-hours", "2"]  # a job the random model runs
+
 
 def spotbatch(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -101,32 +103,8 @@ def test_whatif_cli_on_a_fixture_trace(tmp_path: Path) -> None:
             ["--model", "random", "--work-hours", "1", "--deadline-hours", "2", "--instance-type", "x9.huge"],
             "no spot price for aws x9.huge",
         ),
-        (
-            [
-                "--model",
-                "random",
-                "--work-hours",
-                "1",
-                "--deadline-hours",
-                "2",
-                "--rebalance-lead-seconds",
-                "900",
-            ],
-            "rebalance_lead_seconds=900 is longer than a tick",
-        ),
-        (
-            [
-                "--model",
-                "random",
-                "--work-hours",
-                "1",
-                "--deadline-hours",
-                "2",
-                "--rebalance-lead-seconds",
-                "-1",
-            ],
-            "rebalance_lead_seconds must be >= 0, got -1",
-        ),
+        ([*ONE_HOUR, "--rebalance-lead-seconds", "900"], "rebalance_lead_seconds=900 is longer than a tick"),
+        ([*ONE_HOUR, "--rebalance-lead-seconds", "-1"], "rebalance_lead_seconds must be >= 0, got -1"),
     ],
 )
 def test_whatif_cli_refuses_bad_input_by_name(args: list[str], message: str) -> None:
