@@ -77,6 +77,7 @@ EC2_MAX_ATTEMPTS = 7  # the EC2 client's: a first call and six retries, then Thr
 REFUSAL_MEMORY_SECONDS = 180.0  # Karpenter's unavailable-offerings cache: 3 minutes
 CONFIRM_TIMEOUT_SECONDS = 120.0  # EC2 takes up to a minute or two to report terminated
 CONFIRM_POLL_SECONDS = 2.0
+TERMINATE_BATCH = 100  # instance ids per TerminateInstances/DescribeInstances call (1,000 timed moto out)
 
 
 # TerminateInstances answers while another caller is terminating the same instance: AWS when it is already
@@ -250,6 +251,10 @@ class Fleet:
             self._request_termination(instance_ids)
 
     def _request_termination(self, instance_ids: list[str]) -> None:
+        for first in range(0, len(instance_ids), TERMINATE_BATCH):
+            self._terminate_batch(instance_ids[first : first + TERMINATE_BATCH])
+
+    def _terminate_batch(self, instance_ids: list[str]) -> None:
         """TerminateInstances; an answer that says someone else got there first is not an error (the
         re-listing that follows is the proof)."""
         try:
@@ -272,8 +277,13 @@ class Fleet:
         self._request_termination(instance_ids)
         deadline = time.monotonic() + timeout
         while True:
-            reservations = self._call("describe_instances", InstanceIds=instance_ids)["Reservations"]
-            states = {i["InstanceId"]: i["State"]["Name"] for r in reservations for i in r["Instances"]}
+            states = {}
+            for first in range(0, len(instance_ids), TERMINATE_BATCH):
+                batch = instance_ids[first : first + TERMINATE_BATCH]
+                reservations = self._call("describe_instances", InstanceIds=batch)["Reservations"]
+                states.update(
+                    {i["InstanceId"]: i["State"]["Name"] for r in reservations for i in r["Instances"]}
+                )
             left = sorted(i for i in instance_ids if states.get(i, "terminated") not in GONE_STATES)
             if not left:
                 return

@@ -114,6 +114,24 @@ def test_a_terminate_that_lost_a_race_is_confirmed_by_the_re_listing(aws_credent
             fleet.terminate_and_confirm(["i-0abc"])
 
 
+def test_a_thousand_instances_are_terminated_and_confirmed_a_hundred_at_a_time(aws_credentials: None) -> None:
+    """One TerminateInstances of 1,000 ids timed the emulator out (the scale bench's teardown)."""
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    fleet = Fleet(ec2, templates={"spot": "lt-1"}, sleep=lambda s: None)
+    ids = [f"i-{n:017x}" for n in range(250)]
+    batches = [ids[:100], ids[100:200], ids[200:]]
+    with Stubber(ec2) as stub:
+        for batch in batches:
+            stub.add_response("terminate_instances", {}, {"InstanceIds": batch})
+        for batch in batches:
+            ended = [{"InstanceId": i, "State": {"Name": "terminated"}} for i in batch]
+            stub.add_response(
+                "describe_instances", {"Reservations": [{"Instances": ended}]}, {"InstanceIds": batch}
+            )
+        fleet.terminate_and_confirm(ids)
+        stub.assert_no_pending_responses()
+
+
 def test_a_zone_without_capacity_sends_the_launch_to_the_next_zone(aws_credentials: None) -> None:
     ec2 = boto3.client("ec2", region_name="us-east-1")
     subnets = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b", "us-east-1c": "subnet-c"}
