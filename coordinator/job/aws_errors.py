@@ -49,9 +49,20 @@ def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
+# API operations whose IAM action has another name
+ACTION_OF_OPERATION = {
+    "s3:ListObjectsV2": "s3:ListBucket",
+    "s3:ListObjects": "s3:ListBucket",
+    "s3:HeadObject": "s3:GetObject",
+}
+
+
 def denied_action(error: ClientError, service: str) -> str:
     found = DENIED_ACTION.search(str(error))
-    return found.group(1) if found else f"{service}:{error.operation_name}"
+    if found:
+        return found.group(1)
+    action = f"{service}:{error.operation_name}"
+    return ACTION_OF_OPERATION.get(action, action)
 
 
 def raise_for_setup(error: ClientError, service: str, doing: str) -> None:

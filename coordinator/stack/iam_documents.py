@@ -87,6 +87,7 @@ def worker_trust_policy(extra_principals: tuple[str, ...] = ()) -> dict[str, Any
 
 # moto names some actions by the service's endpoint prefix, not its IAM prefix (CloudWatch's "monitoring")
 EMULATOR_ACTION_PREFIXES = {"cloudwatch:": "monitoring:"}
+EMULATOR_UNMET_KEYS = frozenset({"s3:prefix"})  # condition keys moto has no request value for
 
 
 def _emulator_spelling(action: str) -> str | None:
@@ -98,8 +99,10 @@ def _emulator_spelling(action: str) -> str | None:
 
 def for_emulator(statements: list[Statement]) -> list[Statement]:
     """The same statements as moto can check them: every non-S3 request is checked against resource "*"
-    (those statements' resources widened to it), and an action moto spells by its endpoint prefix is
-    granted under that name too (`cloudwatch:PutMetricData` also as `monitoring:PutMetricData`)."""
+    (those statements' resources widened to it), an action moto spells by its endpoint prefix is granted
+    under that name too (`cloudwatch:PutMetricData` also as `monitoring:PutMetricData`), and an `s3:prefix`
+    condition is dropped: moto fills in no request value for it, so it would find it unmet on every
+    listing."""
     emulated = []
     for s in statements:
         aliases = tuple(
@@ -107,10 +110,18 @@ def for_emulator(statements: list[Statement]) -> list[Statement]:
             for action, why in s.actions
             if (alias := _emulator_spelling(action)) is not None
         )
-        s = replace(s, actions=s.actions + aliases)
+        s = replace(s, actions=s.actions + aliases, condition=_emulator_condition(s.condition))
         s3_only = all(action.startswith("s3:") for action, _ in s.actions)
         emulated.append(s if s3_only else replace(s, resources=("*",)))
     return emulated
+
+
+def _emulator_condition(condition: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    kept = {
+        test: {key: values for key, values in keys.items() if key not in EMULATOR_UNMET_KEYS}
+        for test, keys in condition.items()
+    }
+    return {test: keys for test, keys in kept.items() if keys}
 
 
 def render(statements: list[Statement]) -> dict[str, Any]:

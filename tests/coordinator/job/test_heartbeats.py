@@ -70,7 +70,7 @@ def test_a_torn_heartbeat_is_no_beat_and_is_read_again_once_rewritten(store: Obj
 @pytest.mark.parametrize(
     ("code", "status", "raised", "says"),
     [
-        ("AccessDenied", 403, "PermissionDenied", "grant it in the coordinator's policy"),
+        ("AccessDenied", 403, "PermissionDenied", "may not call s3:ListBucket; grant it in the coordinator"),
         ("InternalError", 500, "ThrottledError", "listing the job's heartbeats"),
     ],
 )

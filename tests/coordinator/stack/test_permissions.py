@@ -63,7 +63,10 @@ def test_moto_gets_the_same_actions_with_resources_it_can_match() -> None:
     for original, widened in zip(policy, emulated, strict=True):
         s3_only = all(action.startswith("s3:") for action, _ in original.actions)
         assert widened.resources == (original.resources if s3_only else ("*",))
-        assert widened.condition == original.condition
+        # moto has no request value for s3:prefix: that condition would never be met there
+        assert widened.condition == ({} if "s3:prefix" in str(original.condition) else original.condition)
+    listing = next(s for s in policy if s.sid == "ListJobHeartbeats")
+    assert listing.condition == {"StringLike": {"s3:prefix": ["jobs/*"]}}  # on AWS, only under jobs/
 
 
 def test_policy_command_writes_the_docs(tmp_path: Path, capsys: object) -> None:
