@@ -92,6 +92,14 @@ def _no_retry_for_capacity(response: Any = None, **_: Any) -> bool | None:
     return False if code in CAPACITY_CODES else None
 
 
+def batches(instance_ids: list[str]) -> list[list[str]]:
+    """The ids in runs of `TERMINATE_BATCH`, one call each."""
+    return [
+        instance_ids[first : first + TERMINATE_BATCH]
+        for first in range(0, len(instance_ids), TERMINATE_BATCH)
+    ]
+
+
 def is_retryable(error: ClientError) -> bool:
     status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
     return error_code(error) in RETRYABLE_CODES or status >= 500
@@ -251,8 +259,8 @@ class Fleet:
             self._request_termination(instance_ids)
 
     def _request_termination(self, instance_ids: list[str]) -> None:
-        for first in range(0, len(instance_ids), TERMINATE_BATCH):
-            self._terminate_batch(instance_ids[first : first + TERMINATE_BATCH])
+        for batch in batches(instance_ids):
+            self._terminate_batch(batch)
 
     def _terminate_batch(self, instance_ids: list[str]) -> None:
         """TerminateInstances; an answer that says someone else got there first is not an error (the
@@ -278,8 +286,7 @@ class Fleet:
         deadline = time.monotonic() + timeout
         while True:
             states = {}
-            for first in range(0, len(instance_ids), TERMINATE_BATCH):
-                batch = instance_ids[first : first + TERMINATE_BATCH]
+            for batch in batches(instance_ids):
                 reservations = self._call("describe_instances", InstanceIds=batch)["Reservations"]
                 states.update(
                     {i["InstanceId"]: i["State"]["Name"] for r in reservations for i in r["Instances"]}
