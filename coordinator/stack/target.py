@@ -27,6 +27,7 @@ from urllib3.exceptions import LocationParseError
 from urllib3.util import parse_url
 
 from coordinator.errors import ConfigError, EmulatorError
+from coordinator.stack.timestamps import use_fast_timestamps
 
 EMULATOR_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 EMULATOR_REGION = "us-east-1"
@@ -158,15 +159,19 @@ class AwsTarget:
         return self.endpoint is not None
 
     def session(self) -> Any:
+        """A boto3 session of this target whose clients parse timestamps fast (`timestamps.py`)."""
         import boto3
 
         if self.endpoint is None:
-            return boto3.session.Session(region_name=self.region)
-        return boto3.session.Session(
-            aws_access_key_id=self.credentials[0],
-            aws_secret_access_key=self.credentials[1],
-            region_name=self.region,
-        )
+            session = boto3.session.Session(region_name=self.region)
+        else:
+            session = boto3.session.Session(
+                aws_access_key_id=self.credentials[0],
+                aws_secret_access_key=self.credentials[1],
+                region_name=self.region,
+            )
+        use_fast_timestamps(session)
+        return session
 
     @property
     def describe(self) -> str:
