@@ -98,6 +98,7 @@ class EventQueue:
         self.owners = owners
         self.long_poll_seconds = long_poll_seconds
         self.mine: set[str] = set()  # instances known to be this job's (no describe needed)
+        self._owner: dict[str, str] = {}  # other instances' jobs ("" none), as EC2's tags said (listener's)
         self.received = self.deleted = self.handed_back = 0
         self._ready: list[InstanceEvent] = []
         self._arrived = threading.Condition()
@@ -172,8 +173,11 @@ class EventQueue:
             events[event.message_id or event.receipt] = event
         self.received += len(events)
         with self._arrived:
-            unknown = sorted({e.instance_id for e in events.values() if e.instance_id not in self.mine})
-        owners = self.owners(unknown) if unknown else {}
+            unknown = {e.instance_id for e in events.values() if e.instance_id not in self.mine}
+        unknown -= self._owner.keys()
+        if unknown:  # asked once per instance: its job tag is set at launch and never changes
+            self._owner.update(self.owners(sorted(unknown)))
+        owners = self._owner
         ours: list[InstanceEvent] = []
         others: list[InstanceEvent] = []
         strangers: list[InstanceEvent] = []

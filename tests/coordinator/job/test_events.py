@@ -117,3 +117,22 @@ def test_a_warning_parses_with_its_time() -> None:
     event = parse_event(body, "r", "m")
     assert event is not None
     assert (event.kind, event.instance_id, event.at) == ("interruption-warning", "i-0abc", 1796378400.0)
+
+
+def test_another_jobs_event_coming_back_asks_ec2_for_its_owner_once(aws: dict[str, Any]) -> None:
+    sqs, ec2, events, queue = aws["sqs"], aws["ec2"], aws["events"], aws["queue"]
+    theirs = launch(ec2, "job-b")
+    asked: list[list[str]] = []
+    by_tag = owners_by_tag(ec2)
+
+    def owners(instance_ids: list[str]) -> dict[str, str]:
+        asked.append(instance_ids)
+        return by_tag(instance_ids)
+
+    with EventQueue(sqs, queue, "job-a", owners=owners, long_poll_seconds=1) as listener:
+        events.put_events(Entries=[interruption_warning(theirs, REGION, "123456789012")])
+        deadline = time.monotonic() + 20
+        while listener.handed_back < 2:  # received, handed back, received again
+            assert time.monotonic() < deadline, listener.handed_back
+            time.sleep(0.1)
+    assert asked == [[theirs]]
