@@ -4,13 +4,20 @@
 
 The AWS stack is applied to a moto server (its own process), which holds the instances; a stub process
 (its own process) rewrites each segment's heartbeat every `--beat-seconds`, spread evenly, as steady
-workers would. The coordinator runs in this process: one cycle launches every segment on spot (its wall
-reported: the launches go out `LAUNCHERS` at a time), then `--cycles` monitoring cycles, `--cycle-seconds`
-apart, are measured: this process's CPU (`time.process_time()`: not moto's, not the stub's), wall, the
-AWS requests the cycle made by operation, and the wall spent inside those calls (the emulator's latency,
-botocore's own work included; summed over the threads that fetch heartbeats). The baseline is the smallest
-size, measured in the same run: CPU per instance should stay flat, and the heartbeat GETs should follow the
-heartbeats that changed (about cycle/beat of the segments), not the segment count.
+workers would. The coordinator runs in this process, with the stack's events queue as `spotbatch run`
+has it: one cycle launches every segment on spot (its wall reported: the launches go out `LAUNCHERS` at a
+time), then two sets of monitoring cycles, `--cycle-seconds` apart, are measured on the same fleet:
+
+- baseline: `--cycles` cycles that list every instance of the job each cycle (the monitor without an events
+  queue, and every cycle before EC2's events were used);
+- events: the cycles of one full-look period (`FULL_LOOK_SECONDS`): instances are described only where no
+  fresh heartbeat vouches for them, and the whole job is listed once in the period (the mean includes it).
+
+Each: this process's CPU (`time.process_time()`: not moto's, not the stub's), wall, the AWS requests by
+operation, and the wall spent inside those calls (the emulator's latency, botocore's own work included;
+summed over the threads that fetch heartbeats). CPU per instance should stay flat across sizes, and the
+heartbeat GETs should follow the heartbeats that changed (about cycle/beat of the segments), not the
+segment count.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import multiprocessing
 import statistics
 import tempfile
@@ -31,7 +39,9 @@ from typing import Any
 from coordinator.cost.budget import BudgetGuard
 from coordinator.job.clock import CloudClock
 from coordinator.job.controller import Controller
+from coordinator.job.events import EventQueue, owners_by_tag
 from coordinator.job.fleet import Fleet
+from coordinator.job.instance_watch import FULL_LOOK_SECONDS
 from coordinator.job.runner import quotes_for
 from coordinator.job.segments import plan_segments
 from coordinator.job.spec import JobSpec
@@ -94,7 +104,9 @@ class CallMeter:
         return taken
 
 
-def controller_for(infra: Infrastructure, size: int, ec2: Any, s3: Any, tmp: Path) -> Controller:
+def controller_for(
+    infra: Infrastructure, size: int, ec2: Any, s3: Any, tmp: Path, events: EventQueue | None = None
+) -> Controller:
     """A spot-only job of `size` segments on the stack, its state in `tmp`."""
     stack, job = infra.stack, f"scale-{size}"
     spec = JobSpec(
@@ -119,14 +131,17 @@ def controller_for(infra: Infrastructure, size: int, ec2: Any, s3: Any, tmp: Pat
         guard=BudgetGuard(1e9, tmp / f"{job}.spend.jsonl"),
         quotes=quotes_for(spec),
         clock=CloudClock(),
+        events=events,
     )
 
 
 def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     stack, meter = infra.stack, CallMeter()
     ec2, s3 = meter.attach(infra.target.client("ec2")), meter.attach(infra.target.client("s3"))
-    controller = controller_for(infra, size, ec2, s3, tmp)
-    job, state = controller.spec.job_id, controller.state
+    job = f"scale-{size}"
+    events = EventQueue(infra.target.client("sqs"), stack.events_queue_url, job, owners=owners_by_tag(ec2))
+    controller = controller_for(infra, size, ec2, s3, tmp, events.start())
+    state = controller.state
     launch_started = time.monotonic()
     controller.cycle()  # launches every segment
     launch_seconds = time.monotonic() - launch_started
@@ -140,9 +155,33 @@ def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Pat
     time.sleep(args.beat_seconds + 2)  # every segment has beaten once
     controller.cycle()  # the first look fetches every heartbeat; the steady cycles follow
     meter.take()
+    watch = controller.monitor.instances
+    watch.full_look_seconds = None  # the baseline: the whole job listed every cycle
+    baseline = cycles(controller, meter, args.cycles, args.cycle_seconds)
+    watch.full_look_seconds = FULL_LOOK_SECONDS
+    watch.look_again()  # the period starts with its full listing
+    period = math.ceil(FULL_LOOK_SECONDS / args.cycle_seconds)
+    with_events = cycles(controller, meter, period, args.cycle_seconds)
+    stop.set()
+    stub.join(30)
+    running = sum(row.state == "RUNNING" for row in state.segments(job))
+    controller.abandon("benchmark over")
+    events.close()
+    state.close()
+    return {
+        "size": size,
+        "baseline": baseline,
+        "events": with_events,
+        "launch_s": launch_seconds,
+        "running": running,
+    }
+
+
+def cycles(controller: Controller, meter: CallMeter, count: int, gap: float) -> dict[str, float]:
+    """`count` monitoring cycles `gap` seconds apart: medians, and the mean CPU and describes."""
     cpu, wall, in_calls, gets, lists, describes = [], [], [], [], [], []
-    for _ in range(args.cycles):
-        time.sleep(args.cycle_seconds)
+    for _ in range(count):
+        time.sleep(gap)
         c0, w0 = time.process_time(), time.monotonic()
         controller.cycle()
         cpu.append(time.process_time() - c0)
@@ -152,22 +191,26 @@ def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Pat
         gets.append(calls["GetObject"])
         lists.append(calls["ListObjectsV2"])
         describes.append(calls["DescribeInstances"])
-    stop.set()
-    stub.join(30)
-    running = sum(row.state == "RUNNING" for row in state.segments(job))
-    controller.abandon("benchmark over")
-    state.close()
     return {
-        "size": size,
         "cpu_s": statistics.median(cpu),
+        "cpu_mean_s": statistics.mean(cpu),
         "wall_s": statistics.median(wall),
         "in_calls_s": statistics.median(in_calls),
         "gets": statistics.median(gets),
         "lists": statistics.median(lists),
         "describes": statistics.median(describes),
-        "launch_s": launch_seconds,
-        "running": running,
+        "describes_mean": statistics.mean(describes),
     }
+
+
+def line(label: str, size: int, r: dict[str, float]) -> str:
+    return (
+        f"  {label:<8} CPU per cycle {r['cpu_s'] * 1000:7.1f} ms median, "
+        f"{r['cpu_mean_s'] * 1000:7.1f} ms mean "
+        f"({r['cpu_mean_s'] / size * 1000:5.2f} ms per instance); wall {r['wall_s']:.2f} s, in AWS calls "
+        f"{r['in_calls_s']:.2f} s; per cycle {r['lists']:.0f} ListObjectsV2, {r['gets']:.0f} GetObject, "
+        f"{r['describes']:.0f} DescribeInstances (mean {r['describes_mean']:.1f})"
+    )
 
 
 def main() -> int:
@@ -187,22 +230,26 @@ def main() -> int:
             r = measure(infra, size, args, Path(tmp))
             results.append(r)
             print(
-                f"{size:>5} instances: coordinator CPU per cycle {r['cpu_s'] * 1000:7.1f} ms "
-                f"({r['cpu_s'] / size * 1000:5.2f} ms per instance); wall per cycle {r['wall_s']:.2f} s, "
-                f"of which in AWS calls {r['in_calls_s']:.2f} s (the emulator); requests per cycle: "
-                f"{r['lists']:.0f} ListObjectsV2, {r['gets']:.0f} GetObject, {r['describes']:.0f} "
-                f"DescribeInstances; {r['running']} seen running; launching all took {r['launch_s']:.1f} s",
+                f"{size:>5} instances: launching all took {r['launch_s']:.1f} s; {r['running']} seen running",
+                flush=True,
+            )
+            print(line("baseline", size, r["baseline"]), flush=True)
+            print(line("events", size, r["events"]), flush=True)
+            print(
+                f"  events/baseline: CPU per cycle (mean) "
+                f"{r['events']['cpu_mean_s'] / r['baseline']['cpu_mean_s']:.2f}x",
                 flush=True,
             )
     base, top = results[0], results[-1]
-    print(
-        f"growth {base['size']} -> {top['size']} instances ({top['size'] / base['size']:.0f}x): "
-        "CPU per cycle "
-        f"{top['cpu_s'] / base['cpu_s']:.1f}x, CPU per instance "
-        f"{top['cpu_s'] / top['size'] / (base['cpu_s'] / base['size']):.2f}x, GETs per cycle "
-        f"{top['gets'] / max(base['gets'], 1):.1f}x (expected with changed heartbeats: "
-        f"{args.cycle_seconds / args.beat_seconds * top['size']:.0f} at {top['size']})"
-    )
+    for mode in ("baseline", "events"):
+        b, t = base[mode], top[mode]
+        print(
+            f"{mode} growth {base['size']} -> {top['size']} instances ({top['size'] / base['size']:.0f}x): "
+            f"CPU per cycle {t['cpu_mean_s'] / b['cpu_mean_s']:.1f}x, CPU per instance "
+            f"{t['cpu_mean_s'] / top['size'] / (b['cpu_mean_s'] / base['size']):.2f}x, GETs per cycle "
+            f"{t['gets'] / max(b['gets'], 1):.1f}x (expected with changed heartbeats: "
+            f"{args.cycle_seconds / args.beat_seconds * top['size']:.0f} at {top['size']})"
+        )
     return 0
 
 

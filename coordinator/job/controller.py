@@ -55,6 +55,7 @@ from coordinator.job.end_reasons import lost_end_reason
 from coordinator.job.events import EventQueue
 from coordinator.job.fleet import Fleet
 from coordinator.job.handover import Handover
+from coordinator.job.instance_watch import FULL_LOOK_SECONDS
 from coordinator.job.launch_batch import launching_together
 from coordinator.job.launch_passes import launch_pass_for
 from coordinator.job.monitor import AttemptView, Monitor
@@ -115,6 +116,7 @@ class Controller:
             spec.job_id,
             heartbeat_timeout=spec.heartbeat_timeout,
             boot_timeout=spec.boot_timeout,
+            full_look_seconds=FULL_LOOK_SECONDS if events is not None else None,
         )
         self.book = AttemptBook(
             spec=spec,
@@ -188,6 +190,7 @@ class Controller:
         for tracked in self.book.active.values():
             self.events.watch(tracked.active.instance_id)
         for event in self.events.take():
+            self.monitor.instances.look_again()
             self.handover.act(event)
             self.events.handled(event)
 
@@ -268,8 +271,9 @@ class Controller:
 
     def _outcome(self, started_cloud: float, wall_seconds: float, stopped: str = "") -> JobOutcome:
         rows = self.state.segments(self.spec.job_id)
+        last_reason = {e.segment_id: e.reason for e in self.state.events(self.spec.job_id)}  # the newest wins
         failures = {
-            row.segment_id: self.book.failures.get(row.segment_id, self._last_reason(row.segment_id))
+            row.segment_id: self.book.failures.get(row.segment_id, last_reason.get(row.segment_id, "unknown"))
             for row in rows
             if row.state == states.FAILED
         }
@@ -285,10 +289,6 @@ class Controller:
             api_retries=self.fleet.api_retries,
             stopped=stopped,
         )
-
-    def _last_reason(self, segment: str) -> str:
-        events = [e for e in self.state.events(self.spec.job_id) if e.segment_id == segment]
-        return events[-1].reason if events else "unknown"
 
     def _status(self) -> None:
         if not self.status_log.due() and self.on_cycle is None:

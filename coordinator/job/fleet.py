@@ -4,17 +4,16 @@ Errors are sorted the way SkyPilot sorts them: throttling and 5xx are retried by
 retry mode (exponential backoff with jitter, and client-side rate limiting when EC2 throttles: the client
 the fleet is given, `AwsTarget.client`), and past its attempts raised as `ThrottledError` (made again
 later, never a reason to give a segment up), except a capacity error: EC2 sends those as 500s too, and
-botocore would spend its retries on a zone that has none (the fleet vetoes them); so is an answer
-botocore cannot parse (an emulator's or a
-proxy's HTML page) or a reset connection. A capacity error (no spot capacity in a zone, a price too low)
-is tried in the next zone of the stack, and raised as `CapacityError` for the policy when every zone said
-no; a missing permission (`iam:PassRole` included) or a used-up quota is `PermissionDenied` /
-`QuotaExceeded`, which stops the job; anything else is a `LaunchError` that must not be retried (a bad
-template). Each launch carries the job's instance profile and lands in one of the stack's subnets,
-rotating the first zone tried by segment so that one zone's reclaim does not take every segment at once.
-A zone that refused a market's capacity is tried last for that market for `REFUSAL_MEMORY_SECONDS`
-(Karpenter keeps an unavailable offering out for three minutes), so the next launches go straight to the
-zones that may have some.
+botocore would spend its retries on a zone that has none (the fleet vetoes them); so is an answer botocore
+cannot parse (an emulator's or a proxy's HTML page) or a reset connection. A capacity error (no spot
+capacity in a zone, a price too low) is tried in the next zone of the stack, and raised as `CapacityError`
+for the policy when every zone said no; a missing permission (`iam:PassRole` included) or a used-up quota
+is `PermissionDenied` / `QuotaExceeded`, which stops the job; anything else is a `LaunchError` that must
+not be retried (a bad template). Each launch carries the job's instance profile and lands in one of the
+stack's subnets, rotating the first zone tried by segment so that one zone's reclaim does not take every
+segment at once. A zone that refused a market's capacity is tried last for that market for
+`REFUSAL_MEMORY_SECONDS` (Karpenter keeps an unavailable offering out for three minutes), so the next
+launches go straight to the zones that may have some.
 The launch's `ClientToken` is derived from the attempt id and the subnet, so a retried or repeated launch
 of the same attempt (a coordinator restarted mid-call) returns the same instance instead of a second one.
 
@@ -77,8 +76,7 @@ EC2_MAX_ATTEMPTS = 7  # the EC2 client's: a first call and six retries, then Thr
 REFUSAL_MEMORY_SECONDS = 180.0  # Karpenter's unavailable-offerings cache: 3 minutes
 CONFIRM_TIMEOUT_SECONDS = 120.0  # EC2 takes up to a minute or two to report terminated
 CONFIRM_POLL_SECONDS = 2.0
-TERMINATE_BATCH = 100  # instance ids per TerminateInstances/DescribeInstances call (1,000 timed moto out)
-
+ID_BATCH = 100  # instance ids per TerminateInstances/DescribeInstances call (1,000 timed moto out)
 
 # TerminateInstances answers while another caller is terminating the same instance: AWS when it is already
 # gone; moto when a concurrent terminate detached its volume first (seen under load in the simulator)
@@ -93,11 +91,8 @@ def _no_retry_for_capacity(response: Any = None, **_: Any) -> bool | None:
 
 
 def batches(instance_ids: list[str]) -> list[list[str]]:
-    """The ids in runs of `TERMINATE_BATCH`, one call each."""
-    return [
-        instance_ids[first : first + TERMINATE_BATCH]
-        for first in range(0, len(instance_ids), TERMINATE_BATCH)
-    ]
+    """The ids in runs of `ID_BATCH`, one call each."""
+    return [instance_ids[first : first + ID_BATCH] for first in range(0, len(instance_ids), ID_BATCH)]
 
 
 def is_retryable(error: ClientError) -> bool:
@@ -245,10 +240,12 @@ class Fleet:
         """Every instance of the job EC2 still lists, each page through the retries of `_call`."""
         return list_instances(partial(self._call, "describe_instances"), job_id=job_id)
 
-    def instance(self, instance_id: str) -> InstanceInfo | None:
-        return list_instances(partial(self._call, "describe_instances"), instance_ids=[instance_id]).get(
-            instance_id
-        )
+    def instances(self, instance_ids: list[str]) -> dict[str, InstanceInfo]:
+        """Those of `instance_ids` EC2 still lists (an id it does not know is simply absent)."""
+        found: dict[str, InstanceInfo] = {}
+        for batch in batches(instance_ids):
+            found.update(list_instances(partial(self._call, "describe_instances"), instance_ids=batch))
+        return found
 
     def alive(self, job_id: str) -> list[str]:
         return alive_ids(self.job_instances(job_id))

@@ -97,7 +97,7 @@ class Handover:
 
     def _avoid_its_zone(self, instance_id: str) -> None:
         try:
-            info = self.book.fleet.instance(instance_id)
+            info = self.book.fleet.instances([instance_id]).get(instance_id)
         except LaunchError as error:  # EC2 busy: the replacement may land in the same zone, no worse
             log.warning("zone of %s unknown (%s); not avoided", instance_id, error)
             return

@@ -1,12 +1,14 @@
 """The monitor: what each running attempt is doing, from its heartbeat and its instance's state.
 
-One cycle lists the job's heartbeat objects and its instances once, and fetches only the heartbeats that
-changed since the last cycle (`heartbeats.py`). A segment's
-attempt is judged by the first rule that matches:
+One cycle lists the job's heartbeat objects once and fetches only the heartbeats that changed since the last
+cycle (`heartbeats.py`), then asks EC2 about the instances (all of the job's, or with an events queue only
+those without a fresh heartbeat: `instance_watch.py`). A segment's attempt is judged by the first rule that
+matches:
 
 1. heartbeat `done` -> done; `failed` -> failed (the worker says why); `draining` -> draining
    (it saw a notice or SIGTERM, wrote its checkpoint and is stopping);
-2. the instance is gone (terminated, shutting down, or not listed) -> lost, with EC2's reason
+2. the instance is gone (terminated, shutting down, or not listed `LISTING_LAG_SECONDS` after its launch)
+   -> lost, with EC2's reason
    (`StateReason`): the controller tells a spot reclaim from a crashed worker by it (`end_reasons.py`);
 3. heartbeat older than `heartbeat_timeout` -> lost;
 4. no heartbeat of this attempt yet: lost once `boot_timeout` has passed since the launch, else booting;
@@ -30,10 +32,14 @@ from typing import Literal
 
 from coordinator.job.fleet import Fleet
 from coordinator.job.heartbeats import HeartbeatReader
+from coordinator.job.instance_watch import InstanceWatch
 from coordinator.job.instances import GONE_STATES
 from inference.heartbeat import Heartbeat
 from inference.storage import ObjectStore
 
+# EC2's listings are eventually consistent: an instance RunInstances just returned may be missing from a
+# DescribeInstances for a few seconds; missing this long after its launch, it is gone
+LISTING_LAG_SECONDS = 30.0
 Verdict = Literal["booting", "running", "draining", "done", "failed", "lost"]
 
 
@@ -73,6 +79,11 @@ def judge(
         return "failed", f"worker failed: {heartbeat.message}"
     if heartbeat is not None and heartbeat.state == "draining":
         return "draining", f"heartbeat draining ({heartbeat.message or 'stop requested'})"
+    if instance_state is None and heartbeat is None and now - attempt.launched_wall < LISTING_LAG_SECONDS:
+        return (
+            "booting",
+            f"{attempt.instance_id} not listed by EC2 yet (launched {now - attempt.launched_wall:.1f} s ago)",
+        )
     if instance_state is None or instance_state in GONE_STATES:
         why = f" ({state_reason})" if state_reason else ""
         return "lost", f"instance {attempt.instance_id} is {instance_state or 'not listed'}{why}"
@@ -96,11 +107,17 @@ class Monitor:
         *,
         heartbeat_timeout: float,
         boot_timeout: float,
+        full_look_seconds: float | None = None,
     ) -> None:
+        """`full_look_seconds`: with an events queue, how often the whole job is listed (`instance_watch.py`);
+        None lists it every cycle."""
         self.store = store
         self.heartbeats = HeartbeatReader(store)
         self.fleet = fleet
         self.job_id = job_id
+        self.instances = InstanceWatch(
+            fleet, job_id, full_look_seconds=full_look_seconds, quiet_seconds=heartbeat_timeout / 2
+        )
         self.heartbeat_timeout = heartbeat_timeout
         self.boot_timeout = boot_timeout
         self._latest: dict[str, Heartbeat] = {}  # attempt id -> its newest heartbeat seen
@@ -115,15 +132,17 @@ class Monitor:
         attempts = list(active)
         if not attempts:
             return []
-        instances = self.fleet.job_instances(self.job_id)
         beats = self.heartbeats.changed(a.segment_id for a in attempts)
-        views = []
         for attempt in attempts:
             beat = beats.get(attempt.segment_id)
             if beat is not None and beat.attempt == attempt.attempt_id:
                 seen = self._latest.get(attempt.attempt_id)
                 if seen is None or beat.ts >= seen.ts:
                     self._latest[attempt.attempt_id] = beat
+        heartbeat_ts = {a: beat.ts for a, beat in self._latest.items()}
+        instances = self.instances.look(attempts, heartbeat_ts, now)
+        views = []
+        for attempt in attempts:
             heartbeat = self._latest.get(attempt.attempt_id)
             info = instances.get(attempt.instance_id)
             state, state_reason = (info.state, info.state_reason) if info else (None, "")

@@ -25,6 +25,8 @@ def beat(state: str, ts: float, attempt: str = "job/seg-0000/1") -> Heartbeat:
         (beat("running", 1_010), "running", 1_031, "lost"),  # 21 s without a beat, timeout 20
         (beat("running", 1_010), "running", 1_029, "running"),
         (None, "pending", 1_050, "booting"),
+        (None, None, 1_010, "booting"),  # EC2's listing lags a launch by seconds
+        (None, None, 1_031, "lost"),  # not listed 31 s after the launch: gone
         (None, "running", 1_101, "lost"),  # boot timeout 100 s
     ],
 )
