@@ -82,6 +82,8 @@ def add_parser(commands: Subcommands) -> None:
     run.add_argument("--boot-timeout", type=float, default=BOOT_TIMEOUT_SECONDS)
     rebalance = "start the replacement on EC2's rebalance recommendation (Capacity Rebalancing)"
     run.add_argument("--replace-on-rebalance", action="store_true", help=rebalance)
+    no_events = "ignore the stack's EC2 events queue: see interruptions by heartbeats and listings only"
+    run.add_argument("--no-events", dest="use_events", action="store_false", help=no_events)
     run.add_argument("--planned-rows-per-s", type=float, default=50.0, help="for the first budget estimates")
     add_worker_options(run)
     add_budget_options(run)
@@ -201,6 +203,7 @@ def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: Sta
         boot_timeout=args.boot_timeout,
         deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
         replace_on_rebalance=args.replace_on_rebalance,
+        use_events=args.use_events,
         tuning=WorkerTuning(
             batch_size=args.batch_size,
             checkpoint_every=args.checkpoint_every,

@@ -168,7 +168,7 @@ def run_job(
                 quotes=quotes,
                 clock=clock,
                 on_cycle=on_cycle,
-                events=_event_queue(cloud, spec.job_id),
+                events=_event_queue(cloud, spec.job_id) if spec.use_events else None,
             )
             tail = WorkerLogTail(cloud.logs, cloud.stack.log_group, job_id=spec.job_id)
             controller.book.after_end += [usage.attempt_ended, tail.attempt_ended]

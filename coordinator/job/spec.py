@@ -46,4 +46,5 @@ class JobSpec:
     changeover_seconds: float = CHANGEOVER_SECONDS  # until the job has seen a first heartbeat
     reclaim_overhead_seconds: float = RECLAIM_OVERHEAD_SECONDS
     replace_on_rebalance: bool = False  # start the replacement on EC2's rebalance recommendation
+    use_events: bool = True  # act on EC2's events from the stack's queue; False: heartbeats and listings only
     tuning: WorkerTuning = field(default_factory=WorkerTuning)  # batch size, checkpoints, beats (tags)

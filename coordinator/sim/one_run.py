@@ -221,6 +221,7 @@ def job_spec(
         changeover_seconds=settings.boot_model.worst("on-demand"),  # until the job has seen boots
         reclaim_overhead_seconds=RECLAIM_OVERHEAD * settings.time_scale,
         replace_on_rebalance=settings.replace_on_rebalance,
+        use_events=settings.use_events,
         region=region,
         instance_type=instance_type,
         tuning=WorkerTuning(

@@ -86,6 +86,7 @@ class SimulationSettings:
     forced_crash: bool = False  # forced "interruptions" are worker crashes (SIGKILL; the machine powers off)
     forced_rebalance: bool = False  # forced "interruptions" are rebalance recommendations (no reclaim)
     replace_on_rebalance: bool = False  # the jobs start a replacement on a rebalance recommendation
+    use_events: bool = True  # the jobs act on EC2's events (the stack's queue); False: polling only
     ec2_max_attempts: int = EC2_MAX_ATTEMPTS  # the coordinator's EC2 client's (tests shorten the backoff)
     cycle_seconds: float = CYCLE_SECONDS  # the coordinator's look interval (wall)
     # the deadline configuration's deadline: this many times the mean on-demand job time of the same matrix

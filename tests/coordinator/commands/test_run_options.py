@@ -26,3 +26,11 @@ def test_the_steady_interval_defaults_to_30_s_or_a_third_of_the_timeout() -> Non
 def test_an_interval_two_beats_do_not_fit_in_the_timeout_is_refused(steady: float) -> None:
     with pytest.raises(ConfigError, match=f"--steady-heartbeat-seconds {steady:g}: .*--heartbeat-timeout"):
         steady_heartbeat(options(steady, 90))
+
+
+def test_no_events_turns_the_queue_off_and_the_default_keeps_it() -> None:
+    from coordinator.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["run", "--input-key", "k"]).use_events is True
+    assert parse(["run", "--input-key", "k", "--no-events"]).use_events is False
