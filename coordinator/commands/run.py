@@ -82,6 +82,10 @@ def add_parser(commands: Subcommands) -> None:
     run.add_argument("--boot-timeout", type=float, default=BOOT_TIMEOUT_SECONDS)
     rebalance = "start the replacement on EC2's rebalance recommendation (Capacity Rebalancing)"
     run.add_argument("--replace-on-rebalance", action="store_true", help=rebalance)
+    kinds = (
+        "the instance types the job may run on, comma-separated (default: the stack's); each in every zone"
+    )
+    run.add_argument("--instance-types", help=f"{kinds} is a capacity pool, cheapest tried first")
     no_events = "ignore the stack's EC2 events queue: see interruptions by heartbeats and listings only"
     run.add_argument("--no-events", dest="use_events", action="store_false", help=no_events)
     run.add_argument("--planned-rows-per-s", type=float, default=50.0, help="for the first budget estimates")
@@ -181,6 +185,8 @@ def print_summary(ledger_path: Path | None, run_dir: Path) -> None:
 
 
 def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: StackOutputs) -> JobSpec:
+    from coordinator.commands.run_setup import pool_types
+
     options: dict[str, float] = {}
     if args.spot_share is not None:
         options["spot_share"] = args.spot_share
@@ -197,6 +203,7 @@ def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: Sta
         policy_options=options,
         region=stack.region,
         instance_type=stack.instance_type,
+        instance_types=pool_types(args.instance_types, stack, stack.region),
         planned_rows_per_s=args.planned_rows_per_s / args.time_scale,
         cycle_seconds=args.cycle_seconds,
         heartbeat_timeout=args.heartbeat_timeout,

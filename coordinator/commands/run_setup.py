@@ -14,7 +14,8 @@ import argparse
 from typing import Any
 
 from coordinator.cost.budget import BudgetGuard
-from coordinator.cost.pricing import PriceQuote, PriceTable, estimate_job_cost
+from coordinator.cost.job_quotes import JobQuotes
+from coordinator.cost.pricing import PriceTable, estimate_job_cost
 from coordinator.errors import ConfigError
 from coordinator.job.runner import CloudTarget, quotes_for
 from coordinator.job.spec import JobSpec
@@ -47,21 +48,25 @@ def input_of(args: argparse.Namespace, cloud: CloudTarget) -> tuple[str, int]:
         return str(args.input_key), int(pq.ParquetFile(handle).metadata.num_rows)
 
 
-def quotes_for_run(args: argparse.Namespace, cloud: CloudTarget, spec: JobSpec) -> dict[str, PriceQuote]:
+def quotes_for_run(args: argparse.Namespace, cloud: CloudTarget, spec: JobSpec) -> JobQuotes:
+    """Each market's quote for each of the job's types: the table's, or live with the table behind."""
     if not args.live_prices:
         return quotes_for(spec)
     from coordinator.cost.live_prices import PRICING_REGION, live_quotes
 
-    target = cloud.target
-    pricing = target.in_region(PRICING_REGION).client("pricing")
-    return live_quotes(
-        PriceTable.load(),
-        region=spec.region,
-        instance_type=spec.instance_type,
-        zones=sorted(cloud.stack.subnet_ids),
-        ec2=cloud.ec2,
-        pricing=pricing,
-    )
+    pricing = cloud.target.in_region(PRICING_REGION).client("pricing")
+    pools = {}
+    for kind in spec.pool_types:
+        quotes = live_quotes(
+            PriceTable.load(),
+            region=spec.region,
+            instance_type=kind,
+            zones=sorted(cloud.stack.subnet_ids),
+            ec2=cloud.ec2,
+            pricing=pricing,
+        )
+        pools.update({(market, kind): quote for market, quote in quotes.items()})
+    return JobQuotes(pools, spec.pool_types[0])
 
 
 def template_settings(ec2: Any, template_id: str) -> tuple[str, int | None]:
@@ -82,7 +87,7 @@ def preflight_for_run(
     args: argparse.Namespace,
     cloud: CloudTarget,
     spec: JobSpec,
-    quotes: dict[str, PriceQuote],
+    quotes: JobQuotes,
     guard: BudgetGuard,
 ) -> None:
     from coordinator.paths import preflight_log_path
@@ -91,7 +96,7 @@ def preflight_for_run(
 
     table = PriceTable.load()
     hours = spec.rows / max(spec.planned_rows_per_s * args.time_scale, 1e-9) / 3_600 / spec.segments
-    rate = max(q.rate_usd_per_hour for q in quotes.values())
+    rate = max(q.rate_usd_per_hour for q in quotes.by_type.values())  # the dearest pool: a ceiling
     estimate = estimate_job_cost(work_hours=hours, instances=spec.segments, rate_usd_per_hour=rate)
     behavior, lifetime = template_settings(cloud.ec2, next(iter(cloud.stack.launch_template_ids.values())))
     plan = preflight.LaunchPlan(
@@ -107,7 +112,7 @@ def preflight_for_run(
             cloud.target.client("service-quotas"),
             cloud.ec2,
             instance_type=spec.instance_type,
-            vcpus=table.vcpus(spec.instance_type),
+            vcpus=max(table.vcpus(kind) for kind in spec.pool_types),
             instances=spec.segments,
             markets=("spot", "on-demand"),
         )
@@ -116,3 +121,21 @@ def preflight_for_run(
     results = preflight.apply_overrides(results, overrides, preflight_log_path())
     print(preflight.format_results(results))
     preflight.require_preflight(results)
+
+
+def pool_types(text: str | None, stack: StackOutputs, region: str) -> tuple[str, ...]:
+    """`--instance-types a,b`: the job's types, each priced in the region's table and of the stack's kind
+    (GPU or CPU: the boot script the stack rendered runs the worker for one); None: the stack's type."""
+    if not text:
+        return ()
+    table, kinds = PriceTable.load(), tuple(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
+    gpu_stack = table.gpus("aws", stack.instance_type) > 0
+    for kind in kinds:
+        table.quote("aws", region, kind, "on-demand")  # PriceError naming the type when unpriced
+        if (table.gpus("aws", kind) > 0) != gpu_stack:
+            what = {True: "a GPU type", False: "a CPU type"}
+            raise ConfigError(
+                f"--instance-types {kind}: {what[not gpu_stack]}, and the stack's {stack.instance_type} is "
+                f"{what[gpu_stack]}: the stack renders the worker's boot for one kind, so are the job's types"
+            )
+    return kinds

@@ -7,6 +7,7 @@ Usage::
 
 from __future__ import annotations
 
+from coordinator.cost.job_quotes import JobQuotes
 from coordinator.cost.ledger import AttemptRecord
 from coordinator.cost.pricing import PriceQuote, PriceTable
 from coordinator.job.spec import JobSpec
@@ -23,17 +24,17 @@ def attempt_records(
 ) -> list[AttemptRecord]:
     """Every ended attempt that had an instance (failed launch calls had none and cost nothing)."""
     records = []
-    gpus = PriceTable.load().gpus(spec.provider, spec.instance_type)
+    table, job_quotes = PriceTable.load(), JobQuotes.single(quotes, spec.instance_type)
     for a in state.attempts(spec.job_id):
         if a["instance_id"] is None or a["ended_at"] is None:
             continue
-        quote = quotes[a["market"]]
+        quote = job_quotes.of(a["market"], a["instance_type"])  # its own pool's type
         records.append(
             AttemptRecord(
                 job_id=spec.job_id,
                 provider=spec.provider,
                 region=spec.region,
-                gpus=gpus,
+                gpus=table.gpus(spec.provider, a["instance_type"]),
                 rate_usd_per_hour=quote.rate_usd_per_hour,
                 price_source=quote.source,
                 billing=quote.billing.name,

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from coordinator.cost.billing import billed_seconds, cost_usd
 from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.job_quotes import JobQuotes
 from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceQuote
 from coordinator.errors import (
     AwsSetupError,
@@ -35,6 +36,7 @@ from coordinator.job.instances import GONE_STATES
 from coordinator.job.launch_batch import PlannedLaunch
 from coordinator.job.launch_contract import LaunchRequest
 from coordinator.job.monitor import ActiveAttempt, AttemptView, Monitor
+from coordinator.job.pools import Placement
 from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState, SegmentRow
 from coordinator.job.tracked import FINAL_BEATS, Tracked, attempt_label
@@ -63,7 +65,7 @@ class AttemptBook:
         self.fleet = fleet
         self.store = store
         self.guard = guard
-        self.quotes = quotes
+        self.quotes = JobQuotes.single(quotes, spec.instance_type)  # per (market, type) of the job
         self.clock = clock
         self.monitor = monitor
         self.active: dict[str, Tracked] = {}
@@ -112,7 +114,8 @@ class AttemptBook:
             return
         crash_point("after-authorize")
         self.state.set_launching(job, segment, market=market, reason=reason)
-        self.state.add_attempt(attempt_id, job, segment, market=market, instance_type=self.spec.instance_type)
+        kind = self.quotes.first_type  # until EC2 says which pool it landed in
+        self.state.add_attempt(attempt_id, job, segment, market=market, instance_type=kind)
         if self.batch is not None:  # made with the cycle's other launches (`launch_batch.py`)
             self.batch.append(PlannedLaunch(row, attempt_id, market, label))
             return
@@ -123,7 +126,7 @@ class AttemptBook:
     ) -> None:
         planned = PlannedLaunch(row, attempt_id, market, label)
         try:
-            outcome: str | LaunchError | AwsSetupError = self.fleet.launch(
+            outcome: Placement | LaunchError | AwsSetupError = self.fleet.launch_placed(
                 self.request(planned), repeat=repeat
             )
         except (LaunchError, AwsSetupError) as error:
@@ -143,7 +146,7 @@ class AttemptBook:
             tuning=self.spec.tuning,
         )
 
-    def settle(self, planned: PlannedLaunch, outcome: str | LaunchError | AwsSetupError) -> None:
+    def settle(self, planned: PlannedLaunch, outcome: Placement | LaunchError | AwsSetupError) -> None:
         """Record what the fleet answered: the instance id, or the error (an AwsSetupError raised again)."""
         segment, attempt_id, market, label = planned.row.segment_id, *planned[1:]
         if isinstance(outcome, LaunchError):
@@ -154,15 +157,14 @@ class AttemptBook:
             self.state.set_failed_launch(self.job_id, segment, reason=f"{market}: {outcome}")
             self.fail(segment, "the account refused the launch", str(outcome))
             raise outcome
-        launched = self.clock.now()
-        self.state.attempt_launched(attempt_id, instance_id=outcome, launched_at=launched)
-        self.active[segment] = Tracked(
-            ActiveAttempt(segment, attempt_id, outcome, market, time.time()),
-            self.index[segment],
-            launched,
-            label,
+        launched, (instance_id, kind, zone) = self.clock.now(), outcome
+        kind = kind or self.quotes.first_type  # "": the template's own type
+        self.state.attempt_launched(
+            attempt_id, instance_id=instance_id, launched_at=launched, instance_type=kind
         )
-        log.info("%s: launched %s on %s as %s", segment, outcome, market, attempt_id)
+        active = ActiveAttempt(segment, attempt_id, instance_id, market, time.time())
+        self.active[segment] = Tracked(active, self.index[segment], launched, label, kind, zone)
+        log.info("%s: launched %s (%s %s) on %s as %s", segment, instance_id, kind, zone, market, attempt_id)
 
     def _end_unlaunched(self, attempt_id: str, label: str, reason: str = "failed-launch") -> None:
         self.state.attempt_ended(
@@ -194,12 +196,12 @@ class AttemptBook:
 
     def estimate_usd(self, segment: str, market: str) -> float:
         """What the next attempt may cost: the rows left at the best rate seen (or the planned one), plus
-        a minute of boot and the pricing margin."""
+        a minute of boot and the pricing margin, at the dearest of the job's types (its pool is not known)."""
         row = self.state.segment(self.job_id, segment)
         checkpoint = load_checkpoint(self.store, segment)
         left = (row.stop - row.start) - (checkpoint.rows_done if checkpoint else 0)
         seconds = 60.0 + left / max(self.best_rate_seen(), 1e-9)
-        return cost_usd(self.quotes[market].rate_usd_per_hour, seconds) * (1 + ESTIMATE_MARGIN)
+        return cost_usd(self.quotes.dearest(market).rate_usd_per_hour, seconds) * (1 + ESTIMATE_MARGIN)
 
     def best_rate_seen(self) -> float:
         """Rows per cloud second: the best any ended attempt of the job had, else the planned rate."""
@@ -227,7 +229,7 @@ class AttemptBook:
         kept_before = sum(a["rows_kept"] for a in earlier if a["ended_at"] is not None)
         beat = view.heartbeat if view else self.monitor.latest_heartbeat(attempt.attempt_id)
         rows_seen = beat.rows_done if beat else rows_checkpointed
-        quote = self.quotes[attempt.market]
+        quote = self.quotes.of(attempt.market, tracked.instance_type)
         seconds = billed_seconds(quote.billing, tracked.launched_cloud, ended)
         cost = cost_usd(quote.rate_usd_per_hour, seconds)
         self.state.attempt_ended(

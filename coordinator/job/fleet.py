@@ -6,15 +6,12 @@ the fleet is given, `AwsTarget.client`), and past its attempts raised as `Thrott
 later, never a reason to give a segment up), except a capacity error: EC2 sends those as 500s too, and
 botocore would spend its retries on a zone that has none (the fleet vetoes them); so is an answer botocore
 cannot parse (an emulator's or a proxy's HTML page) or a reset connection. A capacity error (no spot
-capacity in a zone, a price too low) is tried in the next zone of the stack, and raised as `CapacityError`
-for the policy when every zone said no; a missing permission (`iam:PassRole` included) or a used-up quota
+capacity in a zone, a price too low) is tried in the next pool, and raised as `CapacityError`
+for the policy when every pool said no; a missing permission (`iam:PassRole` included) or a used-up quota
 is `PermissionDenied` / `QuotaExceeded`, which stops the job; anything else is a `LaunchError` that must
-not be retried (a bad template). Each launch carries the job's instance profile and lands in one of the
-stack's subnets, rotating the first zone tried by segment so that one zone's reclaim does not take every
-segment at once. A zone that refused a market's capacity is tried last for that market for
-`REFUSAL_MEMORY_SECONDS` (Karpenter keeps an unavailable offering out for three minutes), so the next
-launches go straight to the zones that may have some.
-The launch's `ClientToken` is derived from the attempt id and the subnet, so a retried or repeated launch
+not be retried (a bad template). Each launch carries the job's instance profile and is tried in the job's
+capacity pools, (instance type, zone), in the order of `pools.py` (cheapest first, refused ones last).
+The launch's `ClientToken` is derived from the attempt id and the pool, so a retried or repeated launch
 of the same attempt (a coordinator restarted mid-call) returns the same instance instead of a second one.
 
 Usage::
@@ -25,6 +22,7 @@ Usage::
     instance_id = fleet.launch(LaunchRequest(job_id="job-1", segment_id="seg-0000",
                                              attempt_id="job-1/seg-0000/1",
                                              market="spot", start=0, stop=2500, input_key="data/x.parquet"))
+    placed = fleet.launch_placed(request)          # Placement(instance_id, instance_type, zone)
     fleet.terminate_and_confirm([instance_id])
 """
 
@@ -45,6 +43,7 @@ from coordinator.errors import CapacityError, LaunchError, ThrottledError
 from coordinator.job.aws_errors import error_code, raise_for_setup
 from coordinator.job.instances import GONE_STATES, InstanceInfo, alive_ids, list_instances
 from coordinator.job.launch_contract import TAG_ATTEMPT, LaunchRequest, tags_for
+from coordinator.job.pools import CapacityPools, Placement
 
 log = logging.getLogger("coordinator.job.fleet")
 
@@ -73,7 +72,6 @@ CAPACITY_CODES = frozenset(
 PROFILE_PROPAGATION_SECONDS = 60.0
 PROFILE_RETRY = 3.0
 EC2_MAX_ATTEMPTS = 7  # the EC2 client's: a first call and six retries, then ThrottledError (tried later)
-REFUSAL_MEMORY_SECONDS = 180.0  # Karpenter's unavailable-offerings cache: 3 minutes
 CONFIRM_TIMEOUT_SECONDS = 120.0  # EC2 takes up to a minute or two to report terminated
 CONFIRM_POLL_SECONDS = 2.0
 ID_BATCH = 100  # instance ids per TerminateInstances/DescribeInstances call (1,000 timed moto out)
@@ -108,16 +106,18 @@ class Fleet:
         templates: dict[str, str],
         subnets: dict[str, str] | None = None,
         instance_profile_arn: str | None = None,
+        instance_types: list[str] | None = None,
+        price: Callable[[str, str], float] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`instance_types`, `price(market, type)`: the job's capacity pools (`pools.py`); `clock`: the
+        job's (cloud seconds in the simulator), when a refusal is forgotten."""
         self.ec2 = ec2
         self.templates = templates
-        self.subnets = dict(sorted((subnets or {}).items()))  # zone -> subnet, in zone order
+        self.pools = CapacityPools(subnets or {}, instance_types=instance_types, price=price, clock=clock)
         self.instance_profile_arn = instance_profile_arn
         self.sleep = sleep
-        self.clock = clock  # the job's clock (cloud seconds in the simulator): when a refusal is forgotten
-        self.refused_until: dict[tuple[str, str], float] = {}  # (market, zone) -> tried last until then
         self.api_retries = 0  # calls botocore made again (throttling, 5xx), for the run's log
         self._counting = threading.Lock()  # launches run in threads (`launch_batch.py`)
         # EC2 answers "no capacity" with HTTP 500, which botocore retries: here it moves to the next zone
@@ -156,10 +156,14 @@ class Fleet:
         return retries + 1
 
     def launch(self, request: LaunchRequest, *, repeat: bool = False) -> str:
-        """Launch one worker for the request; returns its id. `repeat`: the call may have run before (a
-        restart mid-launch): adopt the instance this attempt already has. A fresh attempt id cannot have one,
-        so the look-up (a describe by tag, which moto answers by scanning every instance it ever had) is
-        skipped."""
+        """`launch_placed`'s instance id."""
+        return self.launch_placed(request, repeat=repeat).instance_id
+
+    def launch_placed(self, request: LaunchRequest, *, repeat: bool = False) -> Placement:
+        """Launch one worker for the request in the first pool with capacity. `repeat`: the call may have
+        run before (a restart mid-launch): adopt the instance this attempt already has. A fresh attempt id
+        cannot have one, so the look-up (a describe by tag, which moto answers by scanning every instance
+        it ever had) is skipped."""
         template = self.templates.get(request.market)
         if template is None:
             raise LaunchError(
@@ -168,47 +172,30 @@ class Fleet:
         existing = self._attempt_instance(request.attempt_id) if repeat else None
         if existing is not None:  # launched before a crash: EC2's ClientToken covers a call still in flight
             return existing
+        tags = [{"Key": k, "Value": v} for k, v in tags_for(request).items()]
         kwargs: dict[str, Any] = {
             "LaunchTemplate": {"LaunchTemplateId": template},
             "MinCount": 1,
             "MaxCount": 1,
-            "TagSpecifications": [
-                {
-                    "ResourceType": "instance",
-                    "Tags": [{"Key": k, "Value": v} for k, v in tags_for(request).items()],
-                }
-            ],
+            "TagSpecifications": [{"ResourceType": "instance", "Tags": tags}],
         }
         if self.instance_profile_arn:
             kwargs["IamInstanceProfile"] = {"Arn": self.instance_profile_arn}
         refusals: list[str] = []
-        for zone, subnet in self.zones_for(request.segment_id, request.market) or [("", "")]:
-            token = hashlib.sha256(f"{request.attempt_id}|{subnet}".encode()).hexdigest()[:64]
+        for kind, zone, subnet in self.pools.order(request.segment_id, request.market):
+            pool = f"{request.attempt_id}|{subnet}" + (f"|{kind}" if kind else "")
+            token = hashlib.sha256(pool.encode()).hexdigest()[:64]
             placed = {"SubnetId": subnet} if subnet else {}
+            typed = {"InstanceType": kind} if kind else {}
             try:
-                instances = self._run(ClientToken=token, **placed, **kwargs)["Instances"]
-            except CapacityError as error:  # this zone has none: the next one may
-                refusals += [f"{zone or 'default'}: {h}" for h in error.history]
-                self.avoid(request.market, zone)
+                instances = self._run(ClientToken=token, **placed, **typed, **kwargs)["Instances"]
+            except CapacityError as error:  # this pool has none: the next one may
+                where = " ".join(part for part in (kind, zone or "default") if part)
+                refusals += [f"{where}: {h}" for h in error.history]
+                self.pools.avoid(request.market, kind, zone)
                 continue
-            return str(instances[0]["InstanceId"])
-        raise CapacityError(f"no capacity for {request.market} in any zone: {'; '.join(refusals)}", refusals)
-
-    def avoid(self, market: str, zone: str) -> None:
-        """Try `zone` last for `market` for a while, as after a refusal (a rebalance recommendation: its
-        capacity is at risk)."""
-        self.refused_until[(market, zone)] = self.clock() + REFUSAL_MEMORY_SECONDS
-
-    def zones_for(self, segment_id: str, market: str = "") -> list[tuple[str, str]]:
-        """The stack's (zone, subnet) pairs, starting at a zone picked by the segment (spread, stable); the
-        zones that refused `market` recently moved to the end."""
-        pairs = list(self.subnets.items())
-        if not pairs:
-            return []
-        first = int(hashlib.sha256(segment_id.encode()).hexdigest(), 16) % len(pairs)
-        rotated = pairs[first:] + pairs[:first]
-        now = self.clock()
-        return sorted(rotated, key=lambda pair: self.refused_until.get((market, pair[0]), 0.0) > now)
+            return Placement(str(instances[0]["InstanceId"]), kind, zone)
+        raise CapacityError(f"no capacity for {request.market} in any pool: {'; '.join(refusals)}", refusals)
 
     def _run(self, **kwargs: Any) -> Any:
         """RunInstances, waiting out a new instance profile's propagation to EC2."""
@@ -224,17 +211,15 @@ class Fleet:
                 self.sleep(PROFILE_RETRY)
                 waited += PROFILE_RETRY
 
-    def _attempt_instance(self, attempt_id: str) -> str | None:
+    def _attempt_instance(self, attempt_id: str) -> Placement | None:
         reservations = self._call(
             "describe_instances", Filters=[{"Name": f"tag:{TAG_ATTEMPT}", "Values": [attempt_id]}]
         )["Reservations"]
-        alive = [
-            i["InstanceId"]
-            for r in reservations
-            for i in r["Instances"]
-            if i["State"]["Name"] not in GONE_STATES
-        ]
-        return str(alive[0]) if alive else None
+        alive = [i for r in reservations for i in r["Instances"] if i["State"]["Name"] not in GONE_STATES]
+        if not alive:
+            return None
+        zone = str(alive[0].get("Placement", {}).get("AvailabilityZone", ""))
+        return Placement(str(alive[0]["InstanceId"]), str(alive[0].get("InstanceType", "")), zone)
 
     def job_instances(self, job_id: str) -> dict[str, InstanceInfo]:
         """Every instance of the job EC2 still lists, each page through the retries of `_call`."""

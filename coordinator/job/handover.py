@@ -18,10 +18,10 @@ the instance gone in the same cycle.
 
 A rebalance recommendation (the instance's capacity is at elevated risk, often before any warning) is
 acted on only with the job's `replace_on_rebalance`, as EC2 Capacity Rebalancing does: the same hand-over,
-with the instance's zone tried last for spot, but the old worker is not stopped: it works on while the
-replacement boots, until the replacement's first heartbeat (its claim of the checkpoint fences the old
-worker's writes); then its instance is terminated, and its attempt ends as `switched` (left on purpose, not
-reclaimed; `interrupted` if the reclaim came first).
+with the instance's pool (its type in its zone) tried last for spot, but the old worker is not stopped: it
+works on while the replacement boots, until the replacement's first heartbeat (its claim of the checkpoint
+fences the old worker's writes); then its instance is terminated, and its attempt ends as `switched` (left
+on purpose, not reclaimed; `interrupted` if the reclaim came first).
 
 Usage::
 
@@ -40,6 +40,7 @@ from coordinator.job.attempts import AttemptBook
 from coordinator.job.end_reasons import SPOT_TERMINATION
 from coordinator.job.events import InstanceEvent
 from coordinator.job.monitor import AttemptView
+from coordinator.job.tracked import Tracked
 
 log = logging.getLogger("coordinator")
 
@@ -62,7 +63,7 @@ class Handover:
         why = f"EC2 {what} for {event.instance_id} (EventBridge)"
         if rebalance and current == states.RUNNING:
             self.rebalanced[book.active[segment].active.attempt_id] = False
-            self._avoid_its_zone(event.instance_id)
+            self._avoid_its_pool(book.active[segment])
         if current == states.RUNNING:
             book.state.set_draining(job, segment, reason=why)
             book.leaving[segment] = book.active.pop(segment)
@@ -95,14 +96,18 @@ class Handover:
         reason = "done" if view.verdict == "done" else "switched" if switched else "interrupted"
         self.book.close(tracked, reason, view)
 
-    def _avoid_its_zone(self, instance_id: str) -> None:
-        try:
-            info = self.book.fleet.instances([instance_id]).get(instance_id)
-        except LaunchError as error:  # EC2 busy: the replacement may land in the same zone, no worse
-            log.warning("zone of %s unknown (%s); not avoided", instance_id, error)
-            return
-        if info is not None and info.zone:
-            self.book.fleet.avoid("spot", info.zone)
+    def _avoid_its_pool(self, tracked: Tracked) -> None:
+        instance_id = tracked.active.instance_id
+        zone = tracked.zone  # known from its launch; not for an attempt adopted after a restart
+        if not zone:
+            try:
+                info = self.book.fleet.instances([instance_id]).get(instance_id)
+            except LaunchError as error:  # EC2 busy: the replacement may land in the same pool, no worse
+                log.warning("zone of %s unknown (%s); not avoided", instance_id, error)
+                return
+            zone = info.zone if info is not None else ""
+        if zone:
+            self.book.fleet.pools.avoid("spot", tracked.instance_type, zone)
 
     def _replacement_started(self, segment: str) -> bool:
         tracked = self.book.active.get(segment)

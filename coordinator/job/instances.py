@@ -35,6 +35,7 @@ class InstanceInfo:
     tags: dict[str, str]
     state_reason: str = ""  # EC2's StateReason code, as Server.SpotInstanceTermination ("" none given)
     zone: str = ""  # its availability zone (Placement)
+    instance_type: str = ""
 
     @property
     def alive(self) -> bool:
@@ -84,7 +85,12 @@ def list_instances(
                 reason = str(instance.get("StateReason", {}).get("Code", ""))
                 zone = str(instance.get("Placement", {}).get("AvailabilityZone", ""))
                 found[instance["InstanceId"]] = InstanceInfo(
-                    instance["InstanceId"], instance["State"]["Name"], tags, reason, zone
+                    instance["InstanceId"],
+                    instance["State"]["Name"],
+                    tags,
+                    reason,
+                    zone,
+                    str(instance.get("InstanceType", "")),
                 )
         token = page.get("NextToken")
         if not token:

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from coordinator.errors import AwsSetupError, LaunchError
 from coordinator.job.launch_contract import LaunchRequest
+from coordinator.job.pools import Placement
 from coordinator.job.state import SegmentRow
 
 if TYPE_CHECKING:
     from coordinator.job.fleet import Fleet
 
 LAUNCHERS = 8  # RunInstances calls in flight at once
-Outcome = str | LaunchError | AwsSetupError  # the instance id, or why there is none
+Outcome = Placement | LaunchError | AwsSetupError  # the instance and its pool, or why there is none
 
 
 class PlannedLaunch(NamedTuple):
@@ -64,7 +65,7 @@ def make_all(book: Launcher, planned: list[PlannedLaunch], launchers: int = LAUN
 
     def call(one: PlannedLaunch) -> Outcome:
         try:
-            return book.fleet.launch(book.request(one))
+            return book.fleet.launch_placed(book.request(one))
         except (LaunchError, AwsSetupError) as error:
             return error
 

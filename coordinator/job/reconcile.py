@@ -50,7 +50,8 @@ def reconcile(book: AttemptBook) -> None:
         active = ActiveAttempt(
             row.segment_id, attempt["attempt_id"], attempt["instance_id"], attempt["market"], launched_wall
         )
-        tracked = Tracked(active, book.index[row.segment_id], attempt["launched_at"], label)
+        kind = attempt["instance_type"]
+        tracked = Tracked(active, book.index[row.segment_id], attempt["launched_at"], label, kind)
         if row.state == states.INTERRUPTED:  # warned; stopped before its replacement was launched
             book.leaving[row.segment_id] = tracked
             continue

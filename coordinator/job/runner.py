@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.job_quotes import JobQuotes
 from coordinator.cost.ledger import summarize_job, write_ledger
 from coordinator.cost.pricing import PriceQuote, PriceTable
 from coordinator.errors import StackOutputsError
@@ -100,9 +101,16 @@ class RunResult:
     run_dir: Path
 
 
-def quotes_for(spec: JobSpec, table: PriceTable | None = None) -> dict[str, PriceQuote]:
+def quotes_for(spec: JobSpec, table: PriceTable | None = None) -> JobQuotes:
+    """The table's quote of each market for each of the job's instance types."""
     table = table or PriceTable.load()
-    return {m: table.quote(spec.provider, spec.region, spec.instance_type, m) for m in ("spot", "on-demand")}
+    markets = ("spot", "on-demand")
+    pools = {
+        (m, kind): table.quote(spec.provider, spec.region, kind, m)
+        for kind in spec.pool_types
+        for m in markets
+    }
+    return JobQuotes(pools, spec.pool_types[0])
 
 
 @contextmanager
@@ -146,6 +154,7 @@ def run_job(
     on_cycle: Callable[[list[SegmentStatus]], None] | None = None,
     quotes: dict[str, PriceQuote] | None = None,
 ) -> RunResult:
+    """`quotes`: a `JobQuotes` of every type of the job, or one type's by market (the table's otherwise)."""
     check_crash_setting()
     run_dir.mkdir(parents=True, exist_ok=True)
     state = CoordinatorState(run_dir / "state.db")
@@ -154,14 +163,14 @@ def run_job(
         segments = plan_segments(spec.rows, spec.segments, f"s3://{cloud.bucket}/{spec.input_key}")
         clock = _open_job(state, spec, segments, clock)
         job_store = S3Store(cloud.bucket, job_prefix(spec.job_id), client=cloud.s3)
-        quotes = quotes or quotes_for(spec)
+        quotes = JobQuotes.single(quotes, spec.instance_type) if quotes else quotes_for(spec)
         usage = UsageRecorder(cloud.cloudwatch, cloud.stack.metrics_namespace, run_dir / "usage.jsonl")
         with run_log(run_dir):
             role = roles.ensure(spec.job_id)
             controller = Controller(
                 spec=spec,
                 state=state,
-                fleet=_fleet(cloud, role.instance_profile_arn, clock),
+                fleet=_fleet(cloud, role.instance_profile_arn, clock, spec, quotes),
                 store=job_store,
                 policy=make_policy(spec.policy, **spec.policy_options),
                 guard=guard,
@@ -192,12 +201,18 @@ def run_job(
         state.close()
 
 
-def _fleet(cloud: CloudTarget, instance_profile_arn: str, clock: CloudClock) -> Fleet:
+def _fleet(
+    cloud: CloudTarget, instance_profile_arn: str, clock: CloudClock, spec: JobSpec, quotes: JobQuotes
+) -> Fleet:
+    """The job's fleet: its pools are the stack's zones times the job's types (the template's type, not
+    overridden, when the job names none)."""
     return Fleet(
         cloud.ec2,
         templates=cloud.stack.launch_template_ids,
         subnets=cloud.stack.subnet_ids,
         instance_profile_arn=instance_profile_arn,
+        instance_types=list(spec.instance_types) or None,
+        price=lambda market, kind: quotes.of(market, kind).rate_usd_per_hour,
         clock=clock.now,  # a zone's capacity refusal is remembered in the job's (cloud) seconds
     )
 

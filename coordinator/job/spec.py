@@ -35,7 +35,9 @@ class JobSpec:
     policy_options: dict[str, float] = field(default_factory=dict)
     provider: str = "aws"
     region: str = "us-east-1"
-    instance_type: str = DEFAULT_INSTANCE_TYPE
+    instance_type: str = DEFAULT_INSTANCE_TYPE  # the stack's: its launch templates name it
+    # the types the job may run on, each in every zone a capacity pool (`fleet.py`); () the stack's type only
+    instance_types: tuple[str, ...] = ()
     planned_rows_per_s: float = 10.0  # cloud rows/s of one instance, for budget estimates before any beat
     cycle_seconds: float = CYCLE_SECONDS
     heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS
@@ -48,3 +50,8 @@ class JobSpec:
     replace_on_rebalance: bool = False  # start the replacement on EC2's rebalance recommendation
     use_events: bool = True  # act on EC2's events from the stack's queue; False: heartbeats and listings only
     tuning: WorkerTuning = field(default_factory=WorkerTuning)  # batch size, checkpoints, beats (tags)
+
+    @property
+    def pool_types(self) -> tuple[str, ...]:
+        """The instance types the fleet may launch, the first one the job's (its prices as a whole)."""
+        return self.instance_types or (self.instance_type,)

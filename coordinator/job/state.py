@@ -240,11 +240,15 @@ class CoordinatorState:
                 (attempt_id, job_id, segment_id, market, instance_type),
             )
 
-    def attempt_launched(self, attempt_id: str, *, instance_id: str, launched_at: float) -> None:
+    def attempt_launched(
+        self, attempt_id: str, *, instance_id: str, launched_at: float, instance_type: str
+    ) -> None:
+        """The instance EC2 launched for the attempt, and the type of the pool it landed in."""
         with self._transaction() as db:
             db.execute(
-                "UPDATE attempts SET instance_id = ?, launched_at = ? WHERE attempt_id = ?",
-                (instance_id, launched_at, attempt_id),
+                "UPDATE attempts SET instance_id = ?, launched_at = ?, instance_type = ? "
+                "WHERE attempt_id = ?",
+                (instance_id, launched_at, instance_type, attempt_id),
             )
 
     def attempt_ended(

@@ -45,7 +45,7 @@ def statuses(book: AttemptBook) -> list[SegmentStatus]:
         beat = book.monitor.latest_heartbeat(tracked.active.attempt_id) if tracked else None
         running_cost = 0.0
         if tracked:
-            quote = book.quotes[tracked.active.market]
+            quote = book.quotes.of(tracked.active.market, tracked.instance_type)
             running_cost = cost_usd(quote.rate_usd_per_hour, max(0.0, now - tracked.launched_cloud))
         done_rows = row.stop - row.start if row.state == states.DONE else (beat.rows_done if beat else 0)
         rows.append(

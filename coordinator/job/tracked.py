@@ -21,6 +21,8 @@ class Tracked:
     segment_index: int
     launched_cloud: float
     budget_label: str
+    instance_type: str = ""  # its pool's ("" before pools were recorded: the job's first type)
+    zone: str = ""  # its pool's ("" unknown: adopted after a restart)
 
 
 FINAL_BEATS = frozenset({"done", "draining", "failed"})  # a worker's last heartbeat before it exits

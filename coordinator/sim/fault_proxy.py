@@ -45,6 +45,7 @@ class FaultRule:
     code: str  # the error code to answer with
     times: int | None = None  # answer this many matching calls, then stand aside; None: while active
     template_id: str | None = None  # only calls that launch from this launch template
+    instance_type: str | None = None  # only calls that launch this type (a capacity pool's)
     active: Callable[[], bool] = field(default=lambda: True)
     html: bool = False  # answer 500 with an HTML page instead of AWS's XML (what a crashed emulator sends)
     hits: int = 0
@@ -53,6 +54,8 @@ class FaultRule:
         if params.get("Action", [""])[0] != self.action:
             return False
         if self.template_id and params.get("LaunchTemplate.LaunchTemplateId", [""])[0] != self.template_id:
+            return False
+        if self.instance_type and params.get("InstanceType", [""])[0] != self.instance_type:
             return False
         if self.times is not None and self.hits >= self.times:
             return False

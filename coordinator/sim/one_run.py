@@ -224,6 +224,7 @@ def job_spec(
         use_events=settings.use_events,
         region=region,
         instance_type=instance_type,
+        instance_types=settings.instance_types,
         tuning=WorkerTuning(
             batch_size=settings.batch_size,
             checkpoint_every=settings.checkpoint_every,

@@ -50,6 +50,9 @@ class SimulationSettings:
         default_factory=lambda: {"on-demand": 3, "spot-only": 8, "hybrid": 8, "deadline": 8}
     )
     instance_type: str = DEFAULT_INSTANCE_TYPE  # the stack's; priced from the table in the emulator's region
+    # the jobs' capacity pools' types (`spotbatch run --instance-types`); () the stack's. Every simulated
+    # instance works at `instance_type`'s speed profile whatever its type
+    instance_types: tuple[str, ...] = ()
     rows: int = 6_000
     segments: int = 10
     # a 2-minute notice is 8 wall seconds, the modelled launch (117 s on average) 7.8: the emulated

@@ -34,3 +34,18 @@ def test_no_events_turns_the_queue_off_and_the_default_keeps_it() -> None:
     parse = build_parser().parse_args
     assert parse(["run", "--input-key", "k"]).use_events is True
     assert parse(["run", "--input-key", "k", "--no-events"]).use_events is False
+
+
+def test_instance_types_are_the_jobs_pools_of_the_stacks_kind() -> None:
+    from types import SimpleNamespace
+    from typing import Any
+
+    from coordinator.commands.run_setup import pool_types
+
+    stack: Any = SimpleNamespace(instance_type="c7i.xlarge")
+    assert pool_types(None, stack, "us-east-1") == ()
+    assert pool_types("m7i.xlarge, c7i.xlarge,m7i.xlarge", stack, "us-east-1") == ("m7i.xlarge", "c7i.xlarge")
+    with pytest.raises(ConfigError, match=r"--instance-types g5.xlarge: a GPU type, and the stack's c7i"):
+        pool_types("m7i.xlarge,g5.xlarge", stack, "us-east-1")
+    with pytest.raises(ConfigError, match=r"nope\.large"):
+        pool_types("nope.large", stack, "us-east-1")

@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from coordinator.cost.pricing import PriceTable
 from coordinator.job.clock import CloudClock
 from coordinator.job.instances import InstanceInfo, alive_ids, list_instances
 from coordinator.sim.emulator_stack import Infrastructure
@@ -585,3 +586,36 @@ def test_deadline_policy_goes_on_demand_in_an_outage_and_back_to_spot_after_it(
         pq.read_table(sentences_parquet).column("id").to_pylist()
     )
     assert alive(stack, job_of(config, "deadline-01")) == []
+
+
+def test_a_spot_launch_tries_the_cheapest_type_first_and_moves_to_the_next_pool_without_capacity(
+    stack: Infrastructure, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
+) -> None:
+    """Two types: c6i.xlarge's spot is cheaper than c7i.xlarge's in the table; it has no capacity in any
+    zone, so the launch lands on c7i.xlarge, and the attempt is priced at c7i.xlarge's spot rate."""
+    zones = len(stack.stack.subnet_ids)
+    faults = (FaultRule("RunInstances", "InsufficientInstanceCapacity", instance_type="c6i.xlarge"),)
+    config = settings(
+        tmp_path,
+        tiny_model_dir,
+        sentences_parquet,
+        runs={"spot-only": 1},
+        segments=1,
+        faults=faults,
+        instance_types=("c7i.xlarge", "c6i.xlarge"),
+    )
+    (run,) = run_matrix(config, stack)
+    assert run.result.outcome.succeeded, run.result.outcome.failures
+    record = json.loads((run.result.run_dir / "run.json").read_text())
+    assert record["faults_injected"] == ["RunInstances: InsufficientInstanceCapacity"] * zones
+    ledger = [json.loads(line) for line in (run.result.run_dir / "ledger.jsonl").read_text().splitlines()]
+    [attempt] = [a for a in ledger if a["kind"] == "attempt"]
+    assert (attempt["instance_type"], attempt["market"]) == ("c7i.xlarge", "spot")
+    assert (
+        attempt["rate_usd_per_hour"]
+        == PriceTable.load().quote("aws", "us-east-1", "c7i.xlarge", "spot").rate_usd_per_hour
+    )
+    described = job_instances(stack, job_of(config, run.name))
+    assert {info.instance_type for info in described.values()} == {"c7i.xlarge"}
+    assert len(predictions(run.result.run_dir)) == ROWS
+    assert alive(stack, job_of(config, run.name)) == []

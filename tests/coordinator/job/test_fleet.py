@@ -140,9 +140,9 @@ def test_a_zone_without_capacity_sends_the_launch_to_the_next_zone(aws_credentia
     ec2.meta.events.register(
         "provide-client-params.ec2.RunInstances", lambda params, **_: asked.append(params["SubnetId"])
     )
-    order = [subnet for _, subnet in fleet.zones_for("seg-0000")]
+    order = [subnet for _, subnet in fleet.pools.zones_for("seg-0000")]
     assert sorted(order) == sorted(subnets.values())
-    assert fleet.zones_for("seg-0000") == fleet.zones_for("seg-0000")  # stable per segment
+    assert fleet.pools.zones_for("seg-0000") == fleet.pools.zones_for("seg-0000")  # stable per segment
     with Stubber(ec2) as stub:
         stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
         stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
@@ -150,7 +150,7 @@ def test_a_zone_without_capacity_sends_the_launch_to_the_next_zone(aws_credentia
         assert asked == order[:2]  # the first zone refused, the second launched
         for _ in subnets:
             stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
-        with pytest.raises(CapacityError, match="no capacity for spot in any zone") as none:
+        with pytest.raises(CapacityError, match="no capacity for spot in any pool") as none:
             fleet.launch(request())
         assert len(none.value.history) == 3
 
@@ -168,7 +168,7 @@ def test_a_zone_that_refused_capacity_is_tried_last_until_the_refusal_is_forgott
     ec2.meta.events.register(
         "provide-client-params.ec2.RunInstances", lambda params, **_: asked.append(params["SubnetId"])
     )
-    order = [subnet for _, subnet in fleet.zones_for("seg-0000", "spot")]
+    order = [subnet for _, subnet in fleet.pools.zones_for("seg-0000", "spot")]
     with Stubber(ec2) as stub:
         stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
         stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
@@ -178,10 +178,10 @@ def test_a_zone_that_refused_capacity_is_tried_last_until_the_refusal_is_forgott
         stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0def"}]})
         fleet.launch(request(attempt="job-1/seg-0000/2"))
         assert asked == [order[1]]
-        assert [s for _, s in fleet.zones_for("seg-0000", "spot")] == [*order[1:], order[0]]
-        assert [s for _, s in fleet.zones_for("seg-0000", "on-demand")] == order  # per market
+        assert [s for _, s in fleet.pools.zones_for("seg-0000", "spot")] == [*order[1:], order[0]]
+        assert [s for _, s in fleet.pools.zones_for("seg-0000", "on-demand")] == order  # per market
         now[0] += 181.0  # Karpenter's three minutes, and a second
-        assert [s for _, s in fleet.zones_for("seg-0000", "spot")] == order
+        assert [s for _, s in fleet.pools.zones_for("seg-0000", "spot")] == order
 
 
 @pytest.mark.parametrize(
@@ -230,3 +230,34 @@ def test_a_new_instance_profile_is_waited_for(aws_credentials: None) -> None:
         stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
         assert fleet.launch(request()) == "i-0abc"
     assert waits == [3.0]
+
+
+def test_a_pool_without_capacity_sends_the_launch_to_the_next_pool_then_the_next_type(
+    aws_credentials: None,
+) -> None:
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    subnets = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b"}
+    prices = {"m7i.xlarge": 0.05, "c7i.xlarge": 0.07}
+    fleet = Fleet(
+        ec2,
+        templates={"spot": "lt-1"},
+        subnets=subnets,
+        instance_types=["c7i.xlarge", "m7i.xlarge"],
+        price=lambda market, kind: prices[kind],
+        sleep=lambda s: None,
+    )
+    asked: list[tuple[str, str]] = []
+    ec2.meta.events.register(
+        "provide-client-params.ec2.RunInstances",
+        lambda params, **_: asked.append((params["InstanceType"], params["SubnetId"])),
+    )
+    zones = [zone for zone, _ in fleet.pools.zones_for("seg-0000")]
+    with Stubber(ec2) as stub:
+        for _ in subnets:  # the cheaper type has no spot capacity in either zone
+            stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
+        stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
+        placed = fleet.launch_placed(request())
+    assert placed == ("i-0abc", "c7i.xlarge", zones[0])
+    assert asked == [("m7i.xlarge", subnets[z]) for z in zones] + [("c7i.xlarge", subnets[zones[0]])]
+    later = [p.instance_type for p in fleet.pools.order("seg-0000", "spot")]
+    assert later == ["c7i.xlarge", "c7i.xlarge", "m7i.xlarge", "m7i.xlarge"]  # the refused pools last

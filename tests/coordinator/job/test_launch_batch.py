@@ -11,6 +11,7 @@ import pytest
 from coordinator.errors import CapacityError, PermissionDenied
 from coordinator.job.launch_batch import Outcome, PlannedLaunch, launching_together
 from coordinator.job.launch_contract import LaunchRequest
+from coordinator.job.pools import Placement
 from coordinator.job.state import SegmentRow
 
 
@@ -19,11 +20,12 @@ class FakeFleet:
         self.barrier = threading.Barrier(together, timeout=10)  # broken unless `together` calls overlap
         self.answers = answers
 
-    def launch(self, request: LaunchRequest, *, repeat: bool = False) -> str:
+    def launch_placed(self, request: LaunchRequest, *, repeat: bool = False) -> Placement:
         self.barrier.wait()
-        answer = self.answers.get(request.segment_id, f"i-{request.segment_id}")
+        answer = self.answers.get(request.segment_id, Placement(f"i-{request.segment_id}", "", ""))
         if isinstance(answer, Exception):
             raise answer
+        assert isinstance(answer, Placement)
         return answer
 
 
@@ -51,7 +53,10 @@ class FakeBook:
 
     def settle(self, planned: PlannedLaunch, outcome: Outcome) -> None:
         self.settled.append(
-            (planned.row.segment_id, outcome if isinstance(outcome, str) else type(outcome).__name__)
+            (
+                planned.row.segment_id,
+                outcome.instance_id if isinstance(outcome, Placement) else type(outcome).__name__,
+            )
         )
         if isinstance(outcome, PermissionDenied):
             raise outcome

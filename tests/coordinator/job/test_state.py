@@ -82,8 +82,11 @@ def test_invalid_transitions_raise_and_change_nothing(
 
 def test_attempts_open_until_ended_once(state: CoordinatorState) -> None:
     state.add_attempt("job-1/seg-0000/1", "job-1", "seg-0000", market="spot", instance_type="p3.2xlarge")
-    state.attempt_launched("job-1/seg-0000/1", instance_id="i-1", launched_at=100.0)
+    state.attempt_launched(
+        "job-1/seg-0000/1", instance_id="i-1", launched_at=100.0, instance_type="m7i.xlarge"
+    )
     assert [a["instance_id"] for a in state.open_attempts("job-1")] == ["i-1"]
+    assert state.attempts("job-1")[0]["instance_type"] == "m7i.xlarge"  # the pool EC2 placed it in
     state.attempt_ended("job-1/seg-0000/1", ended_at=160.0, end_reason="done", rows_kept=500, rows_wasted=0)
     assert state.open_attempts("job-1") == []
     with pytest.raises(InvalidTransition, match="already ended"):

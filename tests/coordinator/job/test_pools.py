@@ -1,0 +1,44 @@
+"""Capacity pools: cheapest type first, each type's zones in the segment's rotation, a refused pool last
+until the refusal is forgotten."""
+
+from __future__ import annotations
+
+from coordinator.job.pools import CapacityPools, Pool
+
+SUBNETS = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b"}
+PRICES = {("spot", "c7i.xlarge"): 0.07, ("spot", "m7i.xlarge"): 0.05, ("on-demand", "c7i.xlarge"): 0.18}
+
+
+def price(market: str, kind: str) -> float:
+    return PRICES.get((market, kind), 0.20)
+
+
+def test_the_cheapest_type_is_tried_first_in_every_zone_then_the_next() -> None:
+    pools = CapacityPools(SUBNETS, instance_types=["c7i.xlarge", "m7i.xlarge"], price=price)
+    zones = [zone for zone, _ in pools.zones_for("seg-0003")]
+    order = pools.order("seg-0003", "spot")
+    assert order == [Pool("m7i.xlarge", z, SUBNETS[z]) for z in zones] + [
+        Pool("c7i.xlarge", z, SUBNETS[z]) for z in zones
+    ]
+    assert pools.order("seg-0003", "on-demand")[0].instance_type == "c7i.xlarge"  # per market
+
+
+def test_a_refused_pool_goes_last_and_comes_back_after_the_memory() -> None:
+    now = [0.0]
+    pools = CapacityPools(
+        SUBNETS, instance_types=["c7i.xlarge", "m7i.xlarge"], price=price, clock=lambda: now[0]
+    )
+    first = pools.order("seg-0000", "spot")[0]
+    pools.avoid("spot", first.instance_type, first.zone)
+    assert pools.order("seg-0000", "spot")[-1] == first
+    assert pools.order("seg-0000", "spot")[0].instance_type == "m7i.xlarge"  # its other zone is next
+    now[0] += 181.0
+    assert pools.order("seg-0000", "spot")[0] == first
+
+
+def test_without_types_the_pools_are_the_templates_type_in_each_zone() -> None:
+    pools = CapacityPools(SUBNETS)
+    assert {p.instance_type for p in pools.order("seg-0000", "spot")} == {""}
+    pools.avoid("spot", "c7i.xlarge", "us-east-1a")  # a described instance's type: the template's pools
+    assert pools.order("seg-0000", "spot")[-1].zone == "us-east-1a"
+    assert CapacityPools({}).order("seg-0000", "spot") == [Pool("", "", "")]  # the default subnet
