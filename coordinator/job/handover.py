@@ -13,7 +13,8 @@ again (its last chunk redone, nothing written twice).
 A leaving attempt ends when the monitor sees its final heartbeat or its instance gone: terminated, priced
 and recorded as interrupted (or done, if it finished the segment within its notice: the replacement then
 finds the checkpoint complete and ends at once). A warning for an attempt still booting ends it at once:
-there is nothing to drain. A state-change event needs nothing here: it wakes the loop, whose monitor sees
+there is nothing to drain (a rebalance recommendation for a booting attempt only sends the next launches to
+other pools). A state-change event needs nothing here: it wakes the loop, whose monitor sees
 the instance gone in the same cycle.
 
 A rebalance recommendation (the instance's capacity is at elevated risk, often before any warning) is
@@ -61,9 +62,13 @@ class Handover:
         current = book.state.segment(job, segment).state
         what = "rebalance recommendation" if rebalance else "interruption warning"
         why = f"EC2 {what} for {event.instance_id} (EventBridge)"
+        if rebalance:
+            self._avoid_its_pool(book.active[segment])
         if rebalance and current == states.RUNNING:
             self.rebalanced[book.active[segment].active.attempt_id] = False
-            self._avoid_its_pool(book.active[segment])
+        if rebalance and current == states.LAUNCHING:
+            log.info("%s: %s while it boots: kept (its pool is tried last from now)", segment, why)
+            return  # at risk, not reclaimed: the boot goes on; a warning, if one comes, replaces it
         if current == states.RUNNING:
             book.state.set_draining(job, segment, reason=why)
             book.leaving[segment] = book.active.pop(segment)

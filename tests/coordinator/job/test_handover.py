@@ -1,0 +1,67 @@
+"""Acting on EC2's events for attempts the book holds (the running cases run end to end in
+test_controller.py): a rebalance recommendation for a booting attempt keeps it and sends the next launches
+to other pools; a warning for it relaunches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from coordinator.job import state as states
+from coordinator.job.events import InstanceEvent
+from coordinator.job.handover import Handover
+from coordinator.job.monitor import ActiveAttempt
+from coordinator.job.pools import CapacityPools
+from coordinator.job.state import CoordinatorState
+from coordinator.job.tracked import Tracked
+
+SUBNETS = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b"}
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Any:
+    state = CoordinatorState(tmp_path / "state.db")
+    state.create_job("j", config={}, segments=[("seg-0000", 0, 10)])
+    state.set_launching("j", "seg-0000", market="spot", reason="initial launch")
+    booting = Tracked(
+        ActiveAttempt("seg-0000", "j/seg-0000/1", "i-1", "spot", 0.0),
+        0,
+        0.0,
+        "j/seg-0000/1 spot",
+        "c7i.xlarge",
+        "us-east-1a",
+    )
+    ended: list[tuple[str, str]] = []
+    book = SimpleNamespace(
+        job_id="j",
+        spec=SimpleNamespace(replace_on_rebalance=True),
+        state=state,
+        active={"seg-0000": booting},
+        leaving={},
+        checkpointed={},
+        fleet=SimpleNamespace(pools=CapacityPools(SUBNETS, instance_types=["c7i.xlarge"])),
+        ended=ended,
+        end=lambda segment, reason, view: ended.append((segment, reason)),
+    )
+    yield book
+    state.close()
+
+
+def event(kind: str) -> InstanceEvent:
+    return InstanceEvent(kind, "i-1", "", 0.0, "r", "m")  # type: ignore[arg-type]
+
+
+def test_a_rebalance_recommendation_keeps_a_booting_attempt_and_avoids_its_pool(book: Any) -> None:
+    Handover(book).act(event("rebalance"))
+    assert book.state.segment("j", "seg-0000").state == states.LAUNCHING and "seg-0000" in book.active
+    assert book.ended == []
+    assert book.fleet.pools.order("seg-0000", "spot")[-1].zone == "us-east-1a"  # its pool last
+
+
+def test_a_warning_for_a_booting_attempt_ends_it_to_relaunch(book: Any) -> None:
+    Handover(book).act(event("interruption-warning"))
+    assert book.ended == [("seg-0000", "interrupted")]
+    assert book.state.segment("j", "seg-0000").state == states.INTERRUPTED
