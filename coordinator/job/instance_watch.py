@@ -1,7 +1,9 @@
 """Which of the job's instances a cycle asks EC2 about, and what EC2 last said of each.
 
 Without the stack's events queue, every cycle lists the whole job: the listing is the only quick way to
-see an instance gone. With the queue, EC2 itself says when one of the job's instances stops or ends
+see an instance gone. So does a job of at most `SMALL_JOB` watched attempts: one call a cycle, and the
+fastest way to see a killed instance (its state-change event takes a moment longer to arrive). With the
+queue, EC2 itself says when one of the job's instances stops or ends
 (state-change events) or is about to be reclaimed (warnings), and a fresh heartbeat is proof that an
 instance runs (as a node's lease is for Kubernetes). A cycle then describes only the instances that have
 no such proof:
@@ -18,7 +20,7 @@ ten pages of 100 (`bench/scale`).
 
 Usage::
 
-    watch = InstanceWatch(fleet, job_id, full_look_seconds=FULL_LOOK_SECONDS, quiet_seconds=45)
+    watch = InstanceWatch(fleet, job_id, full_look_seconds=FULL_LOOK_SECONDS, quiet_seconds=45, small_job=100)
     watch.look_again()                                  # an event of the job arrived
     instances = watch.look(attempts, heartbeat_ts, now)  # {instance id: InstanceInfo}
 """
@@ -33,6 +35,8 @@ from coordinator.job.instances import InstanceInfo
 # A lost state-change event leaves a gone instance unseen until its heartbeat goes quiet, or this long at
 # most: a minute is 12 cycles of 5 s, so the full listing costs a twelfth of what it did every cycle.
 FULL_LOOK_SECONDS = 60.0
+# a job this small is listed whole every cycle: one DescribeInstances page (moto's, and well under AWS's)
+SMALL_JOB = 100
 
 
 class Watched(Protocol):
@@ -61,12 +65,14 @@ class InstanceWatch:
         *,
         full_look_seconds: float | None,
         quiet_seconds: float,
+        small_job: int = SMALL_JOB,
     ) -> None:
         """`full_look_seconds` None: no events queue, the whole job is listed every cycle."""
         self.fleet = fleet
         self.job_id = job_id
         self.full_look_seconds = full_look_seconds
         self.quiet_seconds = quiet_seconds
+        self.small_job = small_job
         self.known: dict[str, InstanceInfo] = {}
         self._last_full: float | None = None  # when the whole job was last listed (`now` of `look`)
         self._again = True
@@ -80,7 +86,8 @@ class InstanceWatch:
     ) -> dict[str, InstanceInfo]:
         """EC2's word on the instances of `attempts`; `heartbeat_ts` is each attempt's newest heartbeat time
         (absent: none yet)."""
-        if self._full_look_due(now):
+        attempts = list(attempts)
+        if len(attempts) <= self.small_job or self._full_look_due(now):
             self.known = self.fleet.job_instances(self.job_id)
             self._last_full, self._again = now, False
             return self.known

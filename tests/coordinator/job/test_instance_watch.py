@@ -48,7 +48,7 @@ def test_without_events_every_look_lists_the_whole_job(fleet: CountingFleet) -> 
 
 
 def test_with_events_a_fresh_heartbeat_spares_its_instance_a_describe(fleet: CountingFleet) -> None:
-    watch = InstanceWatch(fleet, "job", full_look_seconds=60, quiet_seconds=45)
+    watch = InstanceWatch(fleet, "job", full_look_seconds=60, quiet_seconds=45, small_job=0)
     watch.look(ATTEMPTS, FRESH, 101.0)  # the first look lists everything
     beats = {**FRESH, ATTEMPTS[3].attempt_id: 50.0}  # quiet for 56 s at t=106
     del beats[ATTEMPTS[2].attempt_id]  # no heartbeat yet: booting
@@ -60,14 +60,14 @@ def test_with_events_a_fresh_heartbeat_spares_its_instance_a_describe(fleet: Cou
 
 
 def test_an_instance_ec2_no_longer_lists_is_dropped(fleet: CountingFleet) -> None:
-    watch = InstanceWatch(fleet, "job", full_look_seconds=60, quiet_seconds=45)
+    watch = InstanceWatch(fleet, "job", full_look_seconds=60, quiet_seconds=45, small_job=0)
     watch.look(ATTEMPTS, FRESH, 101.0)
     del fleet.states["i-1"]
     assert "i-1" not in watch.look(ATTEMPTS, {**FRESH, ATTEMPTS[1].attempt_id: 10.0}, 106.0)
 
 
 def test_an_attempt_launched_since_the_last_listing_is_described(fleet: CountingFleet) -> None:
-    watch = InstanceWatch(fleet, "job", full_look_seconds=60, quiet_seconds=45)
+    watch = InstanceWatch(fleet, "job", full_look_seconds=60, quiet_seconds=45, small_job=0)
     watch.look(ATTEMPTS[:2], FRESH, 101.0)
     fleet.states["i-9"] = "pending"
     new = attempt(9)
@@ -76,7 +76,7 @@ def test_an_attempt_launched_since_the_last_listing_is_described(fleet: Counting
 
 
 def test_an_event_or_the_period_brings_back_a_full_listing(fleet: CountingFleet) -> None:
-    watch = InstanceWatch(fleet, "job", full_look_seconds=60, quiet_seconds=45)
+    watch = InstanceWatch(fleet, "job", full_look_seconds=60, quiet_seconds=45, small_job=0)
     watch.look(ATTEMPTS, FRESH, 101.0)
     fleet.states["i-0"] = "terminated"  # its state-change event was lost: its heartbeat is still fresh
     assert watch.look(ATTEMPTS, FRESH, 106.0)["i-0"].state == "running"  # what EC2 said last
@@ -84,3 +84,10 @@ def test_an_event_or_the_period_brings_back_a_full_listing(fleet: CountingFleet)
     watch.look_again()  # an event of the job
     watch.look(ATTEMPTS, FRESH, 162.0)
     assert fleet.listed == 3
+
+
+def test_a_small_job_is_listed_whole_every_cycle_even_with_events(fleet: CountingFleet) -> None:
+    watch = InstanceWatch(fleet, "job", full_look_seconds=60, quiet_seconds=45, small_job=4)
+    for now in (101.0, 106.0):
+        watch.look(ATTEMPTS, FRESH, now)
+    assert (fleet.listed, fleet.described) == (2, [])
