@@ -5,11 +5,12 @@
 Baseline: `pipeline("text-classification")` on the torch model, batch 64, truncation at 128 tokens.
 Measured in the same run, on the same rows, with the model loaded beforehand as the pipeline's is: the
 worker's batch loop (`SegmentRun.run`: segment read, length-sorted plan, inference, parts, checkpoints) on
-the torch backend, on the ONNX fp32 export and on the int8 export. If the build refused the int8 export
-(below its agreement gate), the bench quantises one into a temporary folder to show what it would have
-given. Each path: rows/s (median of the repeats, order alternating), ratio to the pipeline, the share of
-labels equal to the pipeline's and the largest score difference, and the accuracy on the model's 2,000
-held-out sentences.
+the torch backend, on the ONNX fp32 export, on the int8 export and on int8 checked by fp32 (the rows int8
+is unsure of run again on fp32: `inference/checked_model.py`; the share re-run is in its note). If the
+build refused the int8 export (below its agreement gate) and deleted it, the bench quantises one into a
+temporary folder to show what it would have given. Each path: rows/s (median of the repeats, order
+alternating), ratio to the pipeline, the share of labels equal to the pipeline's and the largest score
+difference, and the accuracy on the model's 2,000 held-out sentences.
 
 Then a sweep on the fastest path that passed its gate: batch size x sort window (the checkpoint interval
 bounds the length-sorted window) x intra-op threads, as ratios to the defaults.
@@ -33,12 +34,14 @@ import pyarrow.parquet as pq
 
 from coordinator.paths import cache_dir, default_dataset_path, default_model_dir
 from coordinator.sim.profiles import PROFILES_PATH, InstanceProfile, save_profile
+from inference.checked_model import BACKEND as CHECKED
+from inference.checked_model import CheckedClassifier
 from inference.checkpoint import read_segment_output
 from inference.classifier import Classifier
 from inference.config import DEFAULT_BATCH_SIZE, DEFAULT_CHECKPOINT_EVERY, WorkerConfig
 from inference.heartbeat import Heartbeat, HeartbeatWriter
 from inference.interruption import StopSignal
-from inference.model import ONNX_DIR, ONNX_FILES, onnx_exports, threads_to_use
+from inference.model import ONNX_DIR, ONNX_FILES, load_classifier, onnx_exports, threads_to_use
 from inference.onnx_model import load_onnx_classifier
 from inference.segment_run import SegmentRun
 from inference.storage import open_store
@@ -124,6 +127,9 @@ def onnx_paths(model: Path, threads: int, scratch: Path) -> dict[str, Contender]
     found: dict[str, Contender] = {}
     for backend in ONNX_FILES:
         path, note = exports.get(backend), "passed the build's gate"
+        kept = model / ONNX_DIR / ONNX_FILES[backend]
+        if path is None and backend == "onnx-int8" and kept.is_file():
+            path, note = kept, "REFUSED by the build's gate (kept for int8 checked by fp32)"
         if path is None and backend == "onnx-int8" and "onnx" in exports:
             from coordinator.build.onnx_export import _quantize
 
@@ -134,6 +140,9 @@ def onnx_paths(model: Path, threads: int, scratch: Path) -> dict[str, Contender]
             _quantize(exports["onnx"], path)
         if path is not None:
             found[backend] = (load_onnx_classifier(model, path, backend=backend, threads=threads), note, path)
+    if CHECKED in exports:
+        checked = load_classifier(str(model), backend=CHECKED, threads=threads)
+        found[CHECKED] = (checked, "passed the build's gate", None)
     if not found:
         print(f"no ONNX exports under {model / ONNX_DIR}: run `spotbatch model export-onnx` first")
     return found
@@ -200,6 +209,8 @@ def report(
     )
     for (name, (classifier, note, _)), elapsed in zip(paths.items(), seconds[1:], strict=True):
         same, worst = agreement(reference, results[name])
+        if isinstance(classifier, CheckedClassifier):
+            note += f"; fp32 again on {classifier.rechecked / max(classifier.rows, 1):.1%} of rows"
         measured[name] = (count / elapsed, same)
         print(
             f"{'worker (' + name + ')':<22} {count / elapsed:8.1f} {base / elapsed:10.2f} {same:18.2%} "
@@ -236,7 +247,8 @@ def _pct(value: float | None) -> str:
 
 def sweep(paths: dict[str, Contender], model_dir: Path, dataset: Path, rows: int, threads: int) -> None:
     """Batch size x sort window x threads on the fastest backend that passed its gate, against defaults."""
-    passed = [n for n in ("onnx-int8", "onnx", "torch") if n in paths and "REFUSED" not in paths[n][1]]
+    order = ("onnx-int8", CHECKED, "onnx", "torch")
+    passed = [n for n in order if n in paths and "REFUSED" not in paths[n][1]]
     name = passed[0]
     model = paths[name][0]
     print(

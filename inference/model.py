@@ -6,10 +6,14 @@ Backends (`--backend` of the worker):
                under fp16/bf16 autocast with pinned host memory
     onnx       the ONNX export beside the model (`<model>/onnx/model.onnx`, fp32, fused), run by ONNX Runtime
                (`onnx_model.py`): same labels as torch on every sentence of the build's check
-    onnx-int8  the dynamically quantised export (`model.int8.onnx`), present only if it passed the build's
+    onnx-int8  the dynamically quantised export (`model.int8.onnx`), offered only if it passed the build's
                agreement gate (`coordinator/build/onnx_export.py`)
-    auto       (default) on a CPU: the fastest export the build wrote and passed (int8, else fp32) if ONNX
-               Runtime is installed; else torch. On a GPU: torch.
+    onnx-int8-checked
+               int8 on every row, fp32 again on the rows whose top two classes int8 finds closer than the
+               build's margin (`checked_model.py`): int8's speed with fp32's labels, offered if the build's
+               check of it passed
+    auto       (default) on a CPU: the fastest the build wrote and passed (int8, else int8-checked, else
+               fp32) if ONNX Runtime is installed; else torch. On a GPU: torch.
 
 The worker never exports at start-up: the export is a build step (`spotbatch model build` or
 `spotbatch model export-onnx`). torch is imported only by the torch backend, so an image that carries ONNX
@@ -34,7 +38,7 @@ from inference.classifier import DEFAULT_MAX_LENGTH, Classifier
 from inference.errors import ModelLoadError
 
 THREADS_ENV = "SPOTBATCH_TORCH_THREADS"
-BACKENDS = ("auto", "torch", "onnx", "onnx-int8")
+BACKENDS = ("auto", "torch", "onnx", "onnx-int8", "onnx-int8-checked")
 ONNX_DIR = "onnx"  # beside config.json: the build's exports and their manifest
 ONNX_MANIFEST = "manifest.json"
 ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model.int8.onnx"}
@@ -54,14 +58,19 @@ def threads_to_use(threads: int | None = None) -> int:
     return threads or int(os.environ.get(THREADS_ENV, "0") or 0) or usable_cpus()
 
 
-def onnx_exports(model_dir: Path) -> dict[str, Path]:
-    """The exports the build wrote and passed, by backend name (none without a manifest)."""
+def onnx_manifest(model_dir: Path) -> dict[str, dict[str, object]]:
+    """The build's variants by backend, as its manifest records them (none without a manifest)."""
     try:
         manifest = json.loads((model_dir / ONNX_DIR / ONNX_MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return {str(k): dict(v) for k, v in manifest.get("variants", {}).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
         return {}
+
+
+def onnx_exports(model_dir: Path) -> dict[str, Path]:
+    """The exports the build wrote and passed, by backend name (the checked one: its int8 file)."""
     found = {}
-    for backend, entry in manifest.get("variants", {}).items():
+    for backend, entry in onnx_manifest(model_dir).items():
         path = model_dir / ONNX_DIR / str(entry.get("file", ""))
         if entry.get("passed") and path.is_file():
             found[backend] = path
@@ -80,7 +89,7 @@ def _choose(backend: str, exports: dict[str, Path]) -> str:
         return backend
     if not exports or importlib.util.find_spec("onnxruntime") is None or _gpu_present():
         return "torch"
-    return "onnx-int8" if "onnx-int8" in exports else "onnx"
+    return next(b for b in ("onnx-int8", "onnx-int8-checked", "onnx") if b in exports or b == "onnx")
 
 
 def _gpu_present() -> bool:
@@ -106,6 +115,26 @@ def load_classifier(
         )
     from inference.onnx_model import load_onnx_classifier
 
+    count = threads_to_use(threads)
+    if chosen == "onnx-int8-checked":
+        return load_checked(Path(source), exports, max_length=max_length, threads=count)
     return load_onnx_classifier(
-        Path(source), exports[chosen], backend=chosen, max_length=max_length, threads=threads_to_use(threads)
+        Path(source), exports[chosen], backend=chosen, max_length=max_length, threads=count
     )
+
+
+def load_checked(model_dir: Path, exports: dict[str, Path], *, max_length: int, threads: int) -> Classifier:
+    """int8 with fp32 rechecks at the margin the build recorded (`checked_model.py`)."""
+    from inference.checked_model import BACKEND, CheckedClassifier
+    from inference.onnx_model import load_onnx_classifier
+
+    margin = onnx_manifest(model_dir).get(BACKEND, {}).get("recheck_margin")
+    if "onnx" not in exports or BACKEND not in exports or not isinstance(margin, float):
+        raise ModelLoadError(f"{model_dir}: the {BACKEND} variant needs both exports and the build's margin")
+    fast = load_onnx_classifier(
+        model_dir, exports[BACKEND], backend="onnx-int8", max_length=max_length, threads=threads
+    )
+    exact = load_onnx_classifier(
+        model_dir, exports["onnx"], backend="onnx", max_length=max_length, threads=threads
+    )
+    return CheckedClassifier(fast, exact, recheck_margin=margin)

@@ -49,19 +49,19 @@ class OnnxClassifier:
         self.pad_id = 0 if pad is None else pad
         self._batching.enable_truncation(max_length)
         self._batching.enable_padding(pad_id=self.pad_id, pad_token=pad_token)
-        self._ids: dict[str, list[int]] = {}
+        self.known_ids: dict[str, list[int]] = {}
 
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Token counts before truncation; the ids are kept, so the batches need not tokenize again."""
         encodings = self._counting.encode_batch(texts)
-        self._ids = {text: encoding.ids for text, encoding in zip(texts, encodings, strict=True)}
+        self.known_ids = {text: encoding.ids for text, encoding in zip(texts, encodings, strict=True)}
         return [len(encoding.ids) for encoding in encodings]
 
     def _arrays(self, texts: list[str]) -> dict[str, np.ndarray]:
         """input_ids, attention_mask, token_type_ids of one batch, padded to its longest text. Texts counted
         by `token_lengths` and not over `max_length` reuse their ids (the same ids, mask and type ids the
         tokenizer would give a single sentence); any other batch is tokenized with truncation."""
-        known = [self._ids.get(text) for text in texts]
+        known = [self.known_ids.get(text) for text in texts]
         if any(ids is None or len(ids) > self.max_length for ids in known):
             encodings = self._batching.encode_batch(texts)
             return {
@@ -78,19 +78,25 @@ class OnnxClassifier:
             mask[row, : len(ids)] = 1
         return {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
 
-    def predict(self, texts: list[str], lengths: list[int] | None = None) -> BatchResult:
-        lengths = lengths if lengths is not None else self.token_lengths(texts)
+    def probabilities(self, texts: list[str]) -> np.ndarray:
+        """Each text's class probabilities (rows in input order, columns by label id)."""
         arrays = self._arrays(texts)
         (logits,) = self.session.run(["logits"], {name: arrays[name] for name in self.inputs})
         logits = logits.astype(np.float32)
         shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
+        return np.asarray(shifted / shifted.sum(axis=-1, keepdims=True))
+
+    def result(self, probabilities: np.ndarray, lengths: list[int]) -> BatchResult:
         indices = probabilities.argmax(axis=-1)
         return BatchResult(
             labels=[self.id2label[int(i)] for i in indices],
             scores=[float(probabilities[row, i]) for row, i in enumerate(indices)],
             truncated=sum(1 for length in lengths if length > self.max_length),
         )
+
+    def predict(self, texts: list[str], lengths: list[int] | None = None) -> BatchResult:
+        lengths = lengths if lengths is not None else self.token_lengths(texts)
+        return self.result(self.probabilities(texts), lengths)
 
 
 def _pad_token(model_dir: Path) -> str:

@@ -56,7 +56,8 @@ def test_onnx_and_torch_tokenize_and_predict_alike(exported: Path) -> None:
 
 
 def test_auto_picks_the_fastest_export_that_passed(exported: Path, tiny_model_dir: Path) -> None:
-    expected = "onnx-int8" if "onnx-int8" in onnx_exports(exported) else "onnx"
+    passed = onnx_exports(exported)
+    expected = next((b for b in ("onnx-int8", "onnx-int8-checked") if b in passed), "onnx")
     assert choose_backend(str(exported)) == expected
     assert choose_backend(str(tiny_model_dir)) == "torch"  # no exports beside it
     with pytest.raises(ModelLoadError, match="backend 'tensorrt': use one of auto, torch, onnx, onnx-int8"):
@@ -78,6 +79,29 @@ def test_an_int8_export_below_the_gate_is_refused_deleted_and_said_by_how_much(
     assert any("onnx-int8" in line and "REFUSED" in line for line in report.lines())
     with pytest.raises(ModelLoadError, match="no onnx-int8 export that passed"):
         load_classifier(str(model), backend="onnx-int8")
+
+
+def test_int8_checked_by_fp32_is_fitted_on_half_the_check_and_judged_on_the_other_half(
+    exported: Path,
+) -> None:
+    manifest = json.loads((exported / ONNX_DIR / ONNX_MANIFEST).read_text())
+    checked, int8 = manifest["variants"]["onnx-int8-checked"], manifest["variants"]["onnx-int8"]
+    assert checked["rows"] == len(TEXTS) // 2  # the half the margin was not fitted on
+    assert (
+        checked["recheck_margin"] >= 0.02 and 0.0 <= checked["rechecked"] <= 1.0
+    )  # the tiny model: all unsure
+    assert checked["passed"] == (checked["agreement"] >= manifest["int8_gate"])
+    kept = (exported / ONNX_DIR / "model.int8.onnx").exists()
+    assert kept == (int8["passed"] or checked["passed"])  # deleted only when refused both ways
+    if not checked["passed"]:
+        return
+    classifier = load_classifier(str(exported), backend="onnx-int8-checked", threads=1)
+    reference = load_classifier(str(exported), backend="torch", threads=1).predict(TEXTS).labels
+    fp32 = load_classifier(str(exported), backend="onnx", threads=1)  # torch's labels on every row
+    labels = classifier.predict(TEXTS, classifier.token_lengths(TEXTS)).labels
+    assert fp32.predict(TEXTS).labels == reference
+    same = sum(a == b for a, b in zip(labels, reference, strict=True)) / len(TEXTS)
+    assert same >= int8["agreement"] and same >= manifest["int8_gate"]
 
 
 def test_the_export_writes_nothing_to_the_working_directory(
