@@ -131,10 +131,16 @@ def load_checked(model_dir: Path, exports: dict[str, Path], *, max_length: int, 
     margin = onnx_manifest(model_dir).get(BACKEND, {}).get("recheck_margin")
     if "onnx" not in exports or BACKEND not in exports or not isinstance(margin, float):
         raise ModelLoadError(f"{model_dir}: the {BACKEND} variant needs both exports and the build's margin")
+    # two sessions take turns on the same cores: neither may spin while the other runs
     fast = load_onnx_classifier(
-        model_dir, exports[BACKEND], backend="onnx-int8", max_length=max_length, threads=threads
+        model_dir,
+        exports[BACKEND],
+        backend="onnx-int8",
+        max_length=max_length,
+        threads=threads,
+        spinning=False,
     )
     exact = load_onnx_classifier(
-        model_dir, exports["onnx"], backend="onnx", max_length=max_length, threads=threads
+        model_dir, exports["onnx"], backend="onnx", max_length=max_length, threads=threads, spinning=False
     )
     return CheckedClassifier(fast, exact, recheck_margin=margin)

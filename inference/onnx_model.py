@@ -111,8 +111,12 @@ def _pad_token(model_dir: Path) -> str:
     return token if isinstance(token, str) else PAD_TOKEN
 
 
-def session_options(threads: int) -> ort.SessionOptions:
+def session_options(threads: int, *, spinning: bool = True) -> ort.SessionOptions:
+    """`spinning` False: the intra-op threads sleep between runs instead of spinning for the next one (two
+    sessions taking turns on the same cores, `checked_model.py`, would otherwise spin against each other)."""
     options = ort.SessionOptions()
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -122,7 +126,13 @@ def session_options(threads: int) -> ort.SessionOptions:
 
 
 def load_onnx_classifier(
-    model_dir: Path, export: Path, *, backend: str, max_length: int = DEFAULT_MAX_LENGTH, threads: int = 1
+    model_dir: Path,
+    export: Path,
+    *,
+    backend: str,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    threads: int = 1,
+    spinning: bool = True,
 ) -> OnnxClassifier:
     tokenizer_file = model_dir / "tokenizer.json"
     try:
@@ -131,7 +141,7 @@ def load_onnx_classifier(
         if not tokenizer_file.is_file():
             raise FileNotFoundError(f"{tokenizer_file} (a fast tokenizer's file)")
         session = ort.InferenceSession(
-            str(export), session_options(threads), providers=["CPUExecutionProvider"]
+            str(export), session_options(threads, spinning=spinning), providers=["CPUExecutionProvider"]
         )
     except (OSError, ValueError, KeyError, RuntimeError, ort.capi.onnxruntime_pybind11_state.Fail) as error:
         raise ModelLoadError(f"cannot load the {backend} export {export}: {error}") from None
