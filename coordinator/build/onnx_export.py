@@ -190,8 +190,8 @@ def _probabilities_all(classifier: OnnxClassifier, texts: list[str]) -> np.ndarr
 
 
 def _labelled(classifier: OnnxClassifier, probabilities: np.ndarray) -> tuple[list[str], np.ndarray]:
-    indices = probabilities.argmax(axis=-1)
-    return [classifier.id2label[int(i)] for i in indices], probabilities.max(axis=-1)
+    result = classifier.result(probabilities, [])  # the labels and scores its `predict` would give
+    return result.labels, np.array(result.scores)
 
 
 def _check_checked(

@@ -203,7 +203,7 @@ def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: Sta
         policy_options=options,
         region=stack.region,
         instance_type=stack.instance_type,
-        instance_types=pool_types(args.instance_types, stack, stack.region),
+        instance_types=pool_types(args.instance_types, stack),
         planned_rows_per_s=args.planned_rows_per_s / args.time_scale,
         cycle_seconds=args.cycle_seconds,
         heartbeat_timeout=args.heartbeat_timeout,

@@ -54,11 +54,11 @@ def quotes_for_run(args: argparse.Namespace, cloud: CloudTarget, spec: JobSpec) 
         return quotes_for(spec)
     from coordinator.cost.live_prices import PRICING_REGION, live_quotes
 
-    pricing = cloud.target.in_region(PRICING_REGION).client("pricing")
+    pricing, table = cloud.target.in_region(PRICING_REGION).client("pricing"), PriceTable.load()
     pools = {}
     for kind in spec.pool_types:
         quotes = live_quotes(
-            PriceTable.load(),
+            table,
             region=spec.region,
             instance_type=kind,
             zones=sorted(cloud.stack.subnet_ids),
@@ -123,15 +123,15 @@ def preflight_for_run(
     preflight.require_preflight(results)
 
 
-def pool_types(text: str | None, stack: StackOutputs, region: str) -> tuple[str, ...]:
-    """`--instance-types a,b`: the job's types, each priced in the region's table and of the stack's kind
+def pool_types(text: str | None, stack: StackOutputs) -> tuple[str, ...]:
+    """`--instance-types a,b`: the job's types, each priced in the stack region's table and of its kind
     (GPU or CPU: the boot script the stack rendered runs the worker for one); None: the stack's type."""
     if not text:
         return ()
     table, kinds = PriceTable.load(), tuple(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
     gpu_stack = table.gpus("aws", stack.instance_type) > 0
     for kind in kinds:
-        table.quote("aws", region, kind, "on-demand")  # PriceError naming the type when unpriced
+        table.quote("aws", stack.region, kind, "on-demand")  # PriceError naming the type when unpriced
         if (table.gpus("aws", kind) > 0) != gpu_stack:
             what = {True: "a GPU type", False: "a CPU type"}
             raise ConfigError(

@@ -33,12 +33,6 @@ class JobQuotes(dict[str, PriceQuote]):
             return quotes
         return cls({(market, instance_type): q for market, q in quotes.items()}, instance_type)
 
-    @property
-    def instance_types(self) -> list[str]:
-        """The job's types, the first one first."""
-        others = [kind for kind in dict.fromkeys(kind for _, kind in self.by_type) if kind != self.first_type]
-        return [self.first_type, *others]
-
     def of(self, market: str, instance_type: str) -> PriceQuote:
         """The quote of `market` for `instance_type` (the first type's for a type the job does not have: an
         attempt recorded before its type was)."""

@@ -42,7 +42,7 @@ from botocore.parsers import ResponseParserError
 from coordinator.errors import CapacityError, LaunchError, ThrottledError
 from coordinator.job.aws_errors import error_code, raise_for_setup
 from coordinator.job.instances import GONE_STATES, InstanceInfo, alive_ids, list_instances
-from coordinator.job.launch_contract import TAG_ATTEMPT, LaunchRequest, tags_for
+from coordinator.job.launch_contract import LaunchRequest, tags_for
 from coordinator.job.pools import CapacityPools, Placement
 
 log = logging.getLogger("coordinator.job.fleet")
@@ -212,14 +212,9 @@ class Fleet:
                 waited += PROFILE_RETRY
 
     def _attempt_instance(self, attempt_id: str) -> Placement | None:
-        reservations = self._call(
-            "describe_instances", Filters=[{"Name": f"tag:{TAG_ATTEMPT}", "Values": [attempt_id]}]
-        )["Reservations"]
-        alive = [i for r in reservations for i in r["Instances"] if i["State"]["Name"] not in GONE_STATES]
-        if not alive:
-            return None
-        zone = str(alive[0].get("Placement", {}).get("AvailabilityZone", ""))
-        return Placement(str(alive[0]["InstanceId"]), str(alive[0].get("InstanceType", "")), zone)
+        describe = partial(self._call, "describe_instances")
+        alive = list(list_instances(describe, attempt_id=attempt_id, alive_only=True).values())
+        return Placement(alive[0].instance_id, alive[0].instance_type, alive[0].zone) if alive else None
 
     def job_instances(self, job_id: str) -> dict[str, InstanceInfo]:
         """Every instance of the job EC2 still lists, each page through the retries of `_call`."""

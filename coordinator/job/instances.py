@@ -64,13 +64,17 @@ def list_instances(
     job_id: str | None = None,
     alive_only: bool = False,
     instance_ids: list[str] | None = None,
+    attempt_id: str | None = None,
 ) -> dict[str, InstanceInfo]:
-    """Every instance tagged Project=spotbatch (and `spotbatch:job=job_id`), page by page.
+    """Every instance tagged Project=spotbatch (and `spotbatch:job=job_id`, `spotbatch:attempt=attempt_id`),
+    page by page.
 
     `describe` is `ec2.describe_instances` or a wrapper with retries around it (the fleet's)."""
     filters = [{"Name": f"tag:{PROJECT_TAG}", "Values": [PROJECT]}]
     if job_id is not None:
         filters.append({"Name": f"tag:{TAG_JOB}", "Values": [job_id]})
+    if attempt_id is not None:
+        filters.append({"Name": f"tag:{TAG_ATTEMPT}", "Values": [attempt_id]})
     if alive_only:
         filters.append({"Name": "instance-state-name", "Values": sorted(ALIVE_STATES)})
     if instance_ids is not None:

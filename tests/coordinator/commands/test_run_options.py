@@ -42,10 +42,10 @@ def test_instance_types_are_the_jobs_pools_of_the_stacks_kind() -> None:
 
     from coordinator.commands.run_setup import pool_types
 
-    stack: Any = SimpleNamespace(instance_type="c7i.xlarge")
-    assert pool_types(None, stack, "us-east-1") == ()
-    assert pool_types("m7i.xlarge, c7i.xlarge,m7i.xlarge", stack, "us-east-1") == ("m7i.xlarge", "c7i.xlarge")
+    stack: Any = SimpleNamespace(instance_type="c7i.xlarge", region="us-east-1")
+    assert pool_types(None, stack) == ()
+    assert pool_types("m7i.xlarge, c7i.xlarge,m7i.xlarge", stack) == ("m7i.xlarge", "c7i.xlarge")
     with pytest.raises(ConfigError, match=r"--instance-types g5.xlarge: a GPU type, and the stack's c7i"):
-        pool_types("m7i.xlarge,g5.xlarge", stack, "us-east-1")
+        pool_types("m7i.xlarge,g5.xlarge", stack)
     with pytest.raises(ConfigError, match=r"nope\.large"):
-        pool_types("nope.large", stack, "us-east-1")
+        pool_types("nope.large", stack)
