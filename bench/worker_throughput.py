@@ -181,7 +181,8 @@ def main() -> None:
         seconds = median_time(runs, args.repeats)
         measured = report(len(texts), seconds, paths, reference, results, args.repeats)
         if args.write_profile:
-            write_profile(args.write_profile, measured, threads, args.rows)
+            usable = {n: m for n, m in measured.items() if "REFUSED" not in paths[n][1]}
+            write_profile(args.write_profile, usable, threads, args.rows)
         if not args.no_sweep:
             sweep(paths, model, dataset, args.rows, threads)
     gpu_note()
@@ -223,8 +224,8 @@ def report(
 def write_profile(
     instance_type: str, measured: dict[str, tuple[float, float]], threads: int, rows: int
 ) -> None:
-    """The simulator's speed for `instance_type`: the fastest worker path whose labels agree with the
-    pipeline's on >= 99.5% of the rows (the build's gate)."""
+    """The simulator's speed for `instance_type`: the fastest worker path the build kept whose labels agree
+    with the pipeline's on >= 99.5% of the rows (the build's gate)."""
     passing = {name: rate for name, (rate, same) in measured.items() if same >= AGREEMENT_GATE}
     name = max(passing, key=lambda n: passing[n])
     profile = InstanceProfile(
