@@ -200,12 +200,12 @@ def report(
     base = seconds[0]
     measured = {}
     print(
-        f"\n{'path':<22} {'rows/s':>8} {'x pipeline':>10} {'labels = pipeline':>18} {'max score diff':>15} "
+        f"\n{'path':<27} {'rows/s':>8} {'x pipeline':>10} {'labels = pipeline':>18} {'max score diff':>15} "
         f"{'held-out acc.':>13}  note"
     )
     accuracy = held_out_accuracy(paths["torch"][0])
     print(
-        f"{'pipeline (baseline)':<22} {count / base:8.1f} {1.0:10.2f} {'-':>18} {'-':>15} "
+        f"{'pipeline (baseline)':<27} {count / base:8.1f} {1.0:10.2f} {'-':>18} {'-':>15} "
         f"{_pct(accuracy):>13}  median of {repeats}"
     )
     for (name, (classifier, note, _)), elapsed in zip(paths.items(), seconds[1:], strict=True):
@@ -214,7 +214,7 @@ def report(
             note += f"; fp32 again on {classifier.rechecked / max(classifier.rows, 1):.1%} of rows"
         measured[name] = (count / elapsed, same)
         print(
-            f"{'worker (' + name + ')':<22} {count / elapsed:8.1f} {base / elapsed:10.2f} {same:18.2%} "
+            f"{'worker (' + name + ')':<27} {count / elapsed:8.1f} {base / elapsed:10.2f} {same:18.2%} "
             f"{worst:15.2e} {_pct(held_out_accuracy(classifier)):>13}  {note}"
         )
 
