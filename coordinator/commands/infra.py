@@ -138,7 +138,7 @@ def apply_real_command(args: argparse.Namespace) -> int:
     settings = settings_for_apply(args, saved, state_dir)
     on_demand = on_demand_quote(args, target, settings.instance_type)
     preflight_for_apply(args, target, settings, on_demand, budget_guard(args))
-    variables = {**settings.variables(target), "on_demand_price": on_demand.rate_usd_per_hour}
+    variables = settings.variables(target)
     if target.is_emulator:
         # the simulator's machines assume the job roles as this caller (moto trusts only AWS principals)
         variables["worker_trusted_principals"] = [trusted_principal(target)]

@@ -1,9 +1,8 @@
 """The spotbatch stack (`terraform/stacks/aws`) deployed to a target: real AWS or an emulator, the same stack.
 
 `StackSettings` are what a user chooses (bucket, instance type, image, network); `variables()` turns them
-into the stack's variables for a target, with the on-demand price of the type in the target's region from
-the price table (the spot max price of the launch templates) and, for an emulator, its endpoint and
-credentials. `Deployment` runs Terraform in a state folder and keeps there what a later command needs:
+into the stack's variables for a target (for an emulator, with its endpoint and credentials). `Deployment`
+runs Terraform in a state folder and keeps there what a later command needs:
 
     <state_dir>/variables.tfvars.json   the variables of the last plan or apply (0600): destroy needs only it
     <state_dir>/tfplan                  a saved plan, applied exactly as shown, then removed
@@ -24,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator.cost.pricing import PriceTable
 from coordinator.errors import InfraError
 from coordinator.paths import TERRAFORM_DIR
 from coordinator.stack.defaults import (
@@ -51,15 +49,12 @@ class StackSettings:
     image_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # any other variable of the stack, as given
 
-    def variables(self, target: AwsTarget, table: PriceTable | None = None) -> dict[str, Any]:
-        table = table or PriceTable.load()
-        on_demand = table.lookup("aws", target.region, self.instance_type, "on-demand")
+    def variables(self, target: AwsTarget) -> dict[str, Any]:
         variables: dict[str, Any] = {
             "region": target.region,
             "name": self.name,
             "bucket_name": self.bucket_name,
             "instance_type": self.instance_type,
-            "on_demand_price": on_demand.usd_per_hour,
             "network_mode": self.network_mode,
             "max_lifetime_seconds": self.max_lifetime_seconds,
             "force_destroy": self.force_destroy,

@@ -68,7 +68,6 @@ def test_readmes_list_every_input_and_output() -> None:
 BAD_VARIABLES = {  # each refused by its own validation, all in one plan (Terraform reports every one)
     "bucket_name": ("Not_A_Bucket", "bucket_name must be a valid S3 bucket name"),
     "region": ("moon-1", "region must look like us-east-1"),
-    "on_demand_price": ("0", "on_demand_price must be a positive number"),
     "image_id": ("ubuntu", "image_id must be null or an AMI id"),
 }
 

@@ -1,6 +1,8 @@
 locals {
-  # max_price defaults to the on-demand price: a spot instance never costs more than on-demand would.
-  spot_max_price = coalesce(var.spot.max_price, var.on_demand_price)
+  # No max_price unless one is given (AWS's advice): EC2 then caps each spot instance at the on-demand price
+  # of the type it launched, which matters when the coordinator launches the template with another type
+  # (capacity pools). A given max_price is a ceiling for every type.
+  spot_max_price = var.spot.max_price
 
   user_data = templatefile("${path.module}/user_data.sh.tftpl", {
     image             = var.worker_image
@@ -58,7 +60,7 @@ resource "aws_launch_template" "this" {
       spot_options {
         spot_instance_type             = instance_market_options.value.spot_instance_type
         instance_interruption_behavior = instance_market_options.value.instance_interruption_behavior
-        max_price                      = tostring(local.spot_max_price)
+        max_price                      = local.spot_max_price == null ? null : tostring(local.spot_max_price)
       }
     }
   }
@@ -74,7 +76,7 @@ resource "aws_launch_template" "this" {
       "Project"                          = "spotbatch"
       "spotbatch:market"                 = each.key
       "spotbatch:max-lifetime-seconds"   = tostring(var.max_lifetime_seconds)
-      "spotbatch:max-price-usd-per-hour" = each.key == "spot" ? tostring(local.spot_max_price) : tostring(var.on_demand_price)
+      "spotbatch:max-price-usd-per-hour" = each.key == "spot" && local.spot_max_price != null ? tostring(local.spot_max_price) : "on-demand" # the launched type's
     })
   }
 

@@ -4,6 +4,6 @@ output "launch_template_ids" {
 }
 
 output "spot_max_price" {
-  description = "Max price of the spot template, USD per hour."
+  description = "Max price of the spot template, USD per hour; null: EC2's default, the on-demand price of the type launched."
   value       = local.spot_max_price
 }

@@ -30,18 +30,8 @@ variable "gpu" {
   default     = false
 }
 
-variable "on_demand_price" {
-  description = "On-demand price of instance_type in USD per hour; the spot max_price defaults to it."
-  type        = number
-
-  validation {
-    condition     = var.on_demand_price > 0
-    error_message = "on_demand_price must be a positive number of dollars per hour."
-  }
-}
-
 variable "spot" {
-  description = "Spot options: max_price (USD/h, default on_demand_price), spot_instance_type (one-time or persistent), instance_interruption_behavior (terminate, stop or hibernate)."
+  description = "Spot options: max_price (USD/h; default none: each instance's cap is the on-demand price of its type), spot_instance_type (one-time or persistent), instance_interruption_behavior (terminate, stop or hibernate)."
   type = object({
     max_price                      = optional(number)
     spot_instance_type             = optional(string, "one-time")

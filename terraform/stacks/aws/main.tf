@@ -116,7 +116,6 @@ module "worker_templates" {
   image_id             = var.image_id == null ? nonsensitive(data.aws_ssm_parameter.ami[0].value) : var.image_id
   instance_type        = var.instance_type
   gpu                  = local.gpu
-  on_demand_price      = var.on_demand_price
   spot                 = { max_price = var.spot_max_price }
   security_group_ids   = [module.network.security_group_id]
   bucket               = module.storage.bucket

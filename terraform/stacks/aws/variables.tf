@@ -120,18 +120,8 @@ variable "instance_type" {
   }
 }
 
-variable "on_demand_price" {
-  description = "On-demand price of instance_type, USD per hour: the spot max price unless spot_max_price is given (spotbatch passes it from the price table)."
-  type        = number
-
-  validation {
-    condition     = var.on_demand_price > 0
-    error_message = "on_demand_price must be a positive number of dollars per hour."
-  }
-}
-
 variable "spot_max_price" {
-  description = "Spot max price, USD per hour; null: the on-demand price (spot never costs more than on-demand)."
+  description = "Spot max price, USD per hour, for every instance type; null (AWS's advice): EC2 caps each spot instance at the on-demand price of its own type."
   type        = number
   default     = null
 }

@@ -4,7 +4,6 @@ variables {
   name               = "t"
   image_id           = "ami-12345678"
   instance_type      = "p3.2xlarge"
-  on_demand_price    = 3.06
   security_group_ids = ["sg-1"]
   bucket             = "bucket"
   region             = "us-east-1"
@@ -32,8 +31,8 @@ run "spot_and_on_demand_templates" {
     error_message = "an interrupted spot instance terminates"
   }
   assert {
-    condition     = aws_launch_template.this["spot"].instance_market_options[0].spot_options[0].max_price == "3.06"
-    error_message = "max price defaults to the on-demand price"
+    condition     = aws_launch_template.this["spot"].instance_market_options[0].spot_options[0].max_price == null
+    error_message = "no max price by default: EC2 caps each instance at its own type's on-demand price"
   }
   assert {
     condition     = length(aws_launch_template.this["on-demand"].instance_market_options) == 0
@@ -76,13 +75,12 @@ run "bad_market_is_refused" {
   expect_failures = [var.markets]
 }
 
-run "non_positive_prices_are_refused" {
+run "a_non_positive_max_price_is_refused" {
   command = plan
   variables {
-    on_demand_price = 0
-    spot            = { max_price = -1 }
+    spot = { max_price = -1 }
   }
-  expect_failures = [var.on_demand_price, var.spot]
+  expect_failures = [var.spot]
 }
 
 run "one_time_spot_cannot_stop" {
