@@ -65,11 +65,12 @@ class SimulationSettings:
     trace_one_means: str = "available"
     seed: int = 0
     boot: BootMode = "fork"
-    # a batch in hand is finished before a drain: at 32 rows (48 cloud s) it fits well inside the notice
+    # a batch in hand is finished before a drain: at 32 rows (12 cloud s at c7i.xlarge's profile) it fits
+    # well inside the notice
     batch_size: int = 32
     checkpoint_every: int = 20  # batches: 640 rows
     # each simulated row stands for this many rows of the job: the 6,000 sample rows are inferred for real,
-    # and the job they stand for is 2,100,000 sentences: 7 cloud minutes per segment at c7i.xlarge speed
+    # and the job they stand for is 2,100,000 sentences: 3.7 cloud minutes per segment at c7i.xlarge's profile
     row_weight: int = 350
     boot_model: BootModel = DEFAULT_BOOT_MODEL
     # False (tests of other behaviour): workers run as fast as the host lets them and start at once, and the
