@@ -1,6 +1,6 @@
 """The same quick matrix on a quiet host and beside a CPU hog: paced instances cost the same either way.
 
-    python -m bench.simulate_load [--hogs 1] [--runs on-demand=3,spot-only=3,hybrid=3,deadline=3]
+    python -m bench.simulate_load [--hogs 1] [--runs on-demand=3,spot-only=3,hybrid=3,deadline=3] [--keep DIR]
 
 Baseline: the matrix on this host as it is (run first). Then the same matrix, same seed, with `--hogs`
 processes spinning on the CPU at normal priority for its whole length. Per configuration: mean cost and
@@ -12,6 +12,7 @@ distorted unless the host truly could not keep up. Needs `make model` and `make 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import statistics
@@ -72,8 +73,10 @@ def main() -> None:
         "--runs", type=parse_runs, default=parse_runs("on-demand=3,spot-only=3,hybrid=3,deadline=3")
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep", type=Path, help="keep both matrices' run folders under this folder")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="spotbatch-load-") as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = args.keep or stack.enter_context(tempfile.TemporaryDirectory(prefix="spotbatch-load-"))
         started = time.monotonic()
         # the same folder name both times: job and attempt ids, and so every seeded draw (boots, reclaims),
         # are the same in both matrices; only the host differs
