@@ -1,6 +1,6 @@
 """Acting on EC2's events for attempts the book holds (the running cases run end to end in
 test_controller.py): a rebalance recommendation for a booting attempt keeps it and sends the next launches
-to other pools; a warning for it relaunches."""
+to other pools; a warning for it stops it and relaunches at once."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ def book(tmp_path: Path) -> Any:
         "us-east-1a",
     )
     ended: list[tuple[str, str]] = []
+    terminated: list[list[str]] = []
     book = SimpleNamespace(
         job_id="j",
         spec=SimpleNamespace(replace_on_rebalance=True),
@@ -42,9 +43,14 @@ def book(tmp_path: Path) -> Any:
         active={"seg-0000": booting},
         leaving={},
         checkpointed={},
-        fleet=SimpleNamespace(pools=CapacityPools(SUBNETS, instance_types=["c7i.xlarge"])),
+        fleet=SimpleNamespace(
+            pools=CapacityPools(SUBNETS, instance_types=["c7i.xlarge"]),
+            terminated=terminated,
+            terminate=terminated.append,
+        ),
         ended=ended,
         end=lambda segment, reason, view: ended.append((segment, reason)),
+        close=lambda tracked, reason, view: ended.append((tracked.active.attempt_id, reason)),
     )
     yield book
     state.close()
@@ -61,7 +67,30 @@ def test_a_rebalance_recommendation_keeps_a_booting_attempt_and_avoids_its_pool(
     assert book.fleet.pools.order("seg-0000", "spot")[-1].zone == "us-east-1a"  # its pool last
 
 
-def test_a_warning_for_a_booting_attempt_ends_it_to_relaunch(book: Any) -> None:
+def test_a_warning_for_a_booting_attempt_stops_it_and_relaunches_without_waiting_for_its_end(
+    book: Any,
+) -> None:
+    booting = book.active["seg-0000"]
     Handover(book).act(event("interruption-warning"))
-    assert book.ended == [("seg-0000", "interrupted")]
+    assert book.fleet.terminated == [["i-1"]]  # asked, not confirmed: the replacement launches now
     assert book.state.segment("j", "seg-0000").state == states.INTERRUPTED
+    assert book.leaving == {"seg-0000": booting} and book.active == {}  # closed once its instance is gone
+    assert book.ended == []
+
+
+def test_a_warning_while_an_earlier_warned_attempt_is_still_leaving_closes_that_one_first(book: Any) -> None:
+    handover = Handover(book)
+    handover.act(event("interruption-warning"))  # i-1 warned while booting: leaving, not yet gone
+    replacement = Tracked(
+        ActiveAttempt("seg-0000", "j/seg-0000/2", "i-2", "spot", 1.0),
+        0,
+        1.0,
+        "j/seg-0000/2 spot",
+        "c7i.xlarge",
+        "us-east-1b",
+    )
+    book.active["seg-0000"] = replacement
+    book.state.set_launching("j", "seg-0000", market="spot", reason="interrupted: spot again")
+    handover.act(InstanceEvent("interruption-warning", "i-2", "", 0.0, "r", "m"))
+    assert book.ended == [("j/seg-0000/1", "interrupted")]  # priced and recorded, not overwritten
+    assert book.leaving == {"seg-0000": replacement} and book.fleet.terminated == [["i-1"], ["i-2"]]
