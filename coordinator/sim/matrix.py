@@ -36,6 +36,7 @@ from coordinator.sim.fault_proxy import FaultProxy
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.one_run import Lab, job_spec, one_run
 from coordinator.sim.prediction import (
+    OVERHEAD_NAMES,
     SpecFor,
     live_setup,
     measured_overheads,
@@ -189,16 +190,15 @@ def predict_with_startup(
     settings: SimulationSettings, infra: Infrastructure, expected: Expectations, runs: list[SimulatedRun]
 ) -> None:
     """The model again, told the one thing it cannot know beforehand: how long the coordinator itself took
-    on this host to start the job, between launches and to end it (`coordinator_overheads_measured`)."""
+    on this host to start the job, between launches, from a warning to the replacement's launch and to end
+    it (`coordinator_overheads_measured`)."""
     overheads = measured_overheads(runs)
     predictions = predict_matrix(
         settings, _spec_for(settings, infra), expected.deadline_seconds, overheads=overheads
     )
     path = settings.out_dir / "expected.json"
     record = json.loads(path.read_text(encoding="utf-8"))
-    record["coordinator_overheads_measured"] = dict(
-        zip(("first_launch_seconds", "launch_gap_seconds", "end_seconds"), overheads, strict=True)
-    )
+    record["coordinator_overheads_measured"] = dict(zip(OVERHEAD_NAMES, overheads, strict=True))
     record["predictions_with_overheads"] = {c: asdict(p) for c, p in predictions.items()}
     path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import math
 import statistics
 from collections.abc import Callable
@@ -32,8 +33,10 @@ SpecFor = Callable[[str, float | None], JobSpec]  # (configuration, deadline) ->
 SAMPLES = 2_000  # runs per configuration: the mean's own error is well under 1% at this count
 
 
-Overheads = tuple[float, float, float]  # first launch after the start, gap between launches, end
-NO_OVERHEADS: Overheads = (0.0, 0.0, 0.0)
+# first launch after the start, gap between launches, end, a warning to its replacement's launch
+Overheads = tuple[float, float, float, float]
+OVERHEAD_NAMES = ("first_launch_seconds", "launch_gap_seconds", "end_seconds", "reaction_seconds")
+NO_OVERHEADS: Overheads = (0.0, 0.0, 0.0, 0.0)
 
 
 def live_setup(settings: SimulationSettings, spec: JobSpec, overheads: Overheads = NO_OVERHEADS) -> LiveSetup:
@@ -59,6 +62,7 @@ def live_setup(settings: SimulationSettings, spec: JobSpec, overheads: Overheads
         start_seconds=overheads[0],
         launch_gap_seconds=overheads[1],
         end_seconds=overheads[2],
+        reaction_seconds=overheads[3],
     )
 
 
@@ -85,11 +89,14 @@ def predict_matrix(
 
 
 def measured_overheads(runs: list[SimulatedRun]) -> Overheads:
-    """Medians over the runs, in cloud seconds, of what the coordinator itself takes on this host (the
-    model cannot know it beforehand): from the job's start to its first launch, between the launches of
-    the first attempts, and from the last instance's end to the job's end (terminate, confirm, re-list)."""
-    offsets, gaps, ends = [], [], []
+    """What the coordinator itself takes on this host, in cloud seconds (the model cannot know it
+    beforehand): medians over the runs from the job's start to its first launch, between the launches of
+    the first attempts, and from the last instance's end to the job's end (terminate, confirm, re-list);
+    the mean over every warning from the notice to its segment's next launch (a mean: its long tail, a
+    warning for a booting machine, is what lengthens a job)."""
+    offsets, gaps, ends, reactions = [], [], [], []
     for run in runs:
+        reactions += _reactions(run)
         attempts = run.result.outcome.attempts
         if not attempts:
             continue
@@ -105,7 +112,27 @@ def measured_overheads(runs: list[SimulatedRun]) -> Overheads:
         statistics.median(offsets) if offsets else 0.0,
         statistics.median(gaps) if gaps else 0.0,
         statistics.median(ends) if ends else 0.0,
+        statistics.fmean(reactions) if reactions else 0.0,
     )
+
+
+def _reactions(run: SimulatedRun) -> list[float]:
+    """Cloud seconds from each notice the injector served to the next launch of its segment."""
+    path = run.result.run_dir / "interruptions.jsonl"
+    if not path.is_file():
+        return []
+    launches: dict[str, list[float]] = {}
+    for attempt in run.result.outcome.attempts:
+        launches.setdefault(attempt.segment_id, []).append(attempt.launched_at)
+    reactions = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        served = json.loads(line)
+        if served.get("kind") != "notice":
+            continue
+        later = [t for t in launches.get(served["segment_id"], []) if t >= served["notice_cloud"]]
+        if later:
+            reactions.append(min(later) - served["notice_cloud"])
+    return reactions
 
 
 def model_deadline(settings: SimulationSettings, spec_for: SpecFor) -> float:

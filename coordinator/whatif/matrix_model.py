@@ -61,6 +61,8 @@ class LiveSetup:
     start_seconds: float = 0.0
     launch_gap_seconds: float = 0.0
     end_seconds: float = 0.0  # from the last instance's end to the job's (terminate, confirm, re-list)
+    # from a warning to the replacement's launch call (the event's way to the coordinator, its hand-over)
+    reaction_seconds: float = 0.0
 
     def price(self, market: Market) -> float:
         return self.spot_usd_per_hour if market == "spot" else self.on_demand_usd_per_hour
@@ -100,8 +102,8 @@ class _Segment:
         if self.done >= self.rows:  # its drain finished the segment: seen within a cycle of its last beat
             return ended + rng.uniform(0.0, s.cycle_seconds), True
         # the coordinator has EC2's warning at the notice (EventBridge) and launches the replacement at
-        # once, while the worker drains; the replacement resumes from the drained checkpoint a boot later
-        return notice, False
+        # once (its reaction), while the worker drains; the replacement resumes from the drained checkpoint
+        return notice + s.reaction_seconds, False
 
     def _bill(self, market: Market, launched: float, ended: float) -> None:
         s = self.setup

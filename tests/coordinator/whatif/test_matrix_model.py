@@ -3,7 +3,10 @@ one exists, boots and reclaims cost what they should, and a deadline run plans f
 
 from __future__ import annotations
 
+import itertools
+import math
 import random
+from collections.abc import Callable
 
 import pytest
 
@@ -99,3 +102,20 @@ def test_the_replacement_is_launched_at_the_warning_while_the_worker_drains() ->
     # 128 rows kept. The replacement launches at 100, is ready at 110, does 472 rows: the job ends at 582
     assert run.mean_job_seconds == pytest.approx(582.0)
     assert run.mean_interruptions == 1.0
+
+
+def test_the_coordinators_reaction_to_a_warning_delays_the_replacement_by_as_much() -> None:
+    def first_attempt_warned() -> Callable[[random.Random], float]:
+        draws = itertools.count()  # one segment: attempts alternate, warned at 100 s, then never
+        return lambda rng: 100.0 if next(draws) % 2 == 0 else math.inf
+
+    runs = []
+    for reaction in (0.0, 30.0):
+        one = setup(
+            segment_rows=(SEGMENT_ROWS,),
+            time_to_interruption=first_attempt_warned(),
+            reaction_seconds=reaction,
+        )
+        runs.append(predict(one, "spot-only", {}, samples=50, seed=1))  # the same draws both times
+    assert runs[0].mean_interruptions == runs[1].mean_interruptions == 1
+    assert runs[1].mean_job_seconds - runs[0].mean_job_seconds == pytest.approx(30.0)
