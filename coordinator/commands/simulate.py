@@ -79,8 +79,8 @@ def add_parser(commands: Subcommands) -> None:
     sim.add_argument(
         "--deadline-factor",
         type=float,
-        default=2.0,
-        help="deadline runs: deadline = this x the matrix model's mean on-demand job time (default 2)",
+        default=2.5,
+        help="deadline runs: deadline = this x the matrix model's mean on-demand job time (default 2.5)",
     )
     sim.add_argument(
         "--deadline-minutes", type=float, help="deadline runs: a fixed deadline in cloud minutes"

@@ -97,8 +97,11 @@ class SimulationSettings:
     # (measured first, so it follows the machine's speed), or a fixed number of cloud seconds
     # 2: at 1.5 the deadline sat on the policy's first decision (a whole segment, the worst boot twice and
     # a reclaim's margin only just fit), so a few seconds of the host's start-up flipped every segment of a
-    # run to on-demand (measured: deadline runs cost $0.14 or $0.32 by that alone)
-    deadline_factor: float = 2.0
+    # run to on-demand (measured: deadline runs cost $0.14 or $0.32 by that alone). 2.5: at 2, with the
+    # worker at 937.9 rows/s (segments of 3.1 cloud min in the quick matrix), the first decision had 12 cloud
+    # s (0.8 wall s) to spare, and 0.7 wall s more start-up beside a CPU hog sent two segments to on-demand
+    # (bench/simulate_load: deadline cost 0.800x quiet)
+    deadline_factor: float = 2.5
     deadline_seconds: float | None = None
     deadline_reserve_hours: float = DEFAULT_RESERVE_HOURS
 

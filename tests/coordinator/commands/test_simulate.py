@@ -54,14 +54,14 @@ def test_simulate_quick_matrix_through_the_cli(
     assert "interruptions/run: attempts cut short" in result.stdout
     record = json.loads((out / "simulation.json").read_text())
     assert record["result"]["runs"] == 4 and record["result"]["instances_left"] == 0
-    assert record["deadline_factor"] == 2.0
+    assert record["deadline_factor"] == 2.5
     assert "random: 50% per 300 cloud s" in record["interruption_model"]
     deadline_run = json.loads((out / "deadline-01" / "run.json").read_text())
     expected = json.loads((out / "expected.json").read_text())
-    # one deadline for every deadline run, set before the first run: 2x the model's on-demand job time
+    # one deadline for every deadline run, set before the first run: 2.5x the model's on-demand job time
     on_demand_model = expected["predictions"]["on-demand"]
     assert deadline_run["deadline_seconds"] == expected["deadline_seconds"]
-    assert expected["deadline_seconds"] == pytest.approx(2.0 * on_demand_model["mean_job_seconds"], abs=1)
+    assert expected["deadline_seconds"] == pytest.approx(2.5 * on_demand_model["mean_job_seconds"], abs=1)
     assert "| deadline | 1 |" in result.stdout and deadline_run["deadline_met"] is True
     # each run that kept its pace lands where the model says one run of its configuration lands
     for name, config in (
