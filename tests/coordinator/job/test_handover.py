@@ -21,19 +21,20 @@ from coordinator.job.tracked import Tracked
 SUBNETS = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b"}
 
 
+def spot_attempt(number: int, zone: str) -> Tracked:
+    """seg-0000's attempt `number` on spot, instance i-<number>, launched at cloud second `number` - 1."""
+    attempt_id = f"j/seg-0000/{number}"
+    launched = float(number - 1)
+    active = ActiveAttempt("seg-0000", attempt_id, f"i-{number}", "spot", launched)
+    return Tracked(active, 0, launched, f"{attempt_id} spot", "c7i.xlarge", zone)
+
+
 @pytest.fixture
 def book(tmp_path: Path) -> Any:
     state = CoordinatorState(tmp_path / "state.db")
     state.create_job("j", config={}, segments=[("seg-0000", 0, 10)])
     state.set_launching("j", "seg-0000", market="spot", reason="initial launch")
-    booting = Tracked(
-        ActiveAttempt("seg-0000", "j/seg-0000/1", "i-1", "spot", 0.0),
-        0,
-        0.0,
-        "j/seg-0000/1 spot",
-        "c7i.xlarge",
-        "us-east-1a",
-    )
+    booting = spot_attempt(1, "us-east-1a")
     ended: list[tuple[str, str]] = []
     terminated: list[list[str]] = []
     book = SimpleNamespace(
@@ -81,14 +82,7 @@ def test_a_warning_for_a_booting_attempt_stops_it_and_relaunches_without_waiting
 def test_a_warning_while_an_earlier_warned_attempt_is_still_leaving_closes_that_one_first(book: Any) -> None:
     handover = Handover(book)
     handover.act(event("interruption-warning"))  # i-1 warned while booting: leaving, not yet gone
-    replacement = Tracked(
-        ActiveAttempt("seg-0000", "j/seg-0000/2", "i-2", "spot", 1.0),
-        0,
-        1.0,
-        "j/seg-0000/2 spot",
-        "c7i.xlarge",
-        "us-east-1b",
-    )
+    replacement = spot_attempt(2, "us-east-1b")
     book.active["seg-0000"] = replacement
     book.state.set_launching("j", "seg-0000", market="spot", reason="interrupted: spot again")
     handover.act(InstanceEvent("interruption-warning", "i-2", "", 0.0, "r", "m"))
