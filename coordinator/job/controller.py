@@ -3,7 +3,7 @@
 One cycle, every `cycle_seconds` (wall):
 
 0. act on EC2's events for the job's instances (`events.py`, when the stack queues them): an interruption
-   warning hands the segment over to a replacement at once (`handover.py`);
+   warning hands the segment over to a replacement, launched at once (`handover.py`);
 1. observe every active attempt (monitor: heartbeat + instance state) and act on what it says: first
    heartbeat -> RUNNING; done -> DONE; draining (a notice or SIGTERM, checkpoint written) -> INTERRUPTED;
    lost (stale heartbeat, instance gone, never booted) -> LOST -> INTERRUPTED; failed -> FAILED. An attempt
@@ -166,7 +166,9 @@ class Controller:
         return self._outcome(started_cloud, time.time() - started_wall, stopped)
 
     def cycle(self) -> None:
-        self._take_events()
+        events = self.events
+        if events is not None and self.handover.take(events, self.monitor.instances.look_again):
+            self._launch()  # a segment handed over: its replacement goes out before the fleet is looked at
         now_wall = time.time()
         leaving = {t.active.attempt_id for t in self.book.leaving.values()}
         watched = [t.active for t in (*self.book.active.values(), *self.book.leaving.values())]
@@ -180,19 +182,12 @@ class Controller:
                 self.handover.observe(view)
             else:
                 self._act(view)
-        with launching_together(self.book):
-            self.launch_pass.run()
+        self._launch()
         self._status()
 
-    def _take_events(self) -> None:
-        if self.events is None:
-            return
-        for tracked in self.book.active.values():
-            self.events.watch(tracked.active.instance_id)
-        for event in self.events.take():
-            self.monitor.instances.look_again()
-            self.handover.act(event)
-            self.events.handled(event)
+    def _launch(self) -> None:
+        with launching_together(self.book):
+            self.launch_pass.run()
 
     def _wait(self, seconds: float) -> None:
         if self.events is None:

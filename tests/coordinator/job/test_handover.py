@@ -88,3 +88,29 @@ def test_a_warning_while_an_earlier_warned_attempt_is_still_leaving_closes_that_
     handover.act(InstanceEvent("interruption-warning", "i-2", "", 0.0, "r", "m"))
     assert book.ended == [("j/seg-0000/1", "interrupted")]  # priced and recorded, not overwritten
     assert book.leaving == {"seg-0000": replacement} and book.fleet.terminated == [["i-1"], ["i-2"]]
+
+
+class Queue:
+    """The events queue as the handover uses it: what it was told to watch, what came, what was handled."""
+
+    def __init__(self, *pending: InstanceEvent) -> None:
+        self.pending, self.watched, self.done = list(pending), list[str](), list[InstanceEvent]()
+
+    def watch(self, instance_id: str) -> None:
+        self.watched.append(instance_id)
+
+    def take(self) -> list[InstanceEvent]:
+        taken, self.pending = self.pending, []
+        return taken
+
+    def handled(self, event: InstanceEvent) -> None:
+        self.done.append(event)
+
+
+def test_taking_the_queues_events_says_whether_a_segment_was_handed_over(book: Any) -> None:
+    looks: list[str] = []
+    queue = Queue(event("rebalance"), event("interruption-warning"))
+    handover = Handover(book)
+    assert handover.take(queue, lambda: looks.append("look")) is True  # type: ignore[arg-type]
+    assert queue.watched == ["i-1"] and len(looks) == 2 and len(queue.done) == 2  # each asks for a look
+    assert handover.take(Queue(event("interruption-warning")), lambda: None) is False  # type: ignore[arg-type]
