@@ -155,7 +155,7 @@ def print_results(results: list[SimulatedRun], seconds: float, out: Path) -> Non
         "interruptions/run: attempts cut short (drained after a notice, or lost); notices/run: warnings the "
         "injector served (a worker that ends within its 2-minute grace has a notice, no interruption);\n"
         "model: the matrix model's mean over 2,000 simulated runs of the same job, told the coordinator's "
-        "measured start-up, launch gap and end (expected.json); "
+        "measured start-up, launch gap, reaction to a warning and end (expected.json); "
         f"deadline {expected.get('deadline_seconds', 0) / 60:.1f} cloud min for every deadline run",
         flush=True,
     )
