@@ -168,7 +168,9 @@ def test_a_rebalance_recommendation_starts_the_replacement_in_another_zone_while
 ) -> None:
     """With `replace_on_rebalance`, EC2's rebalance recommendation (through EventBridge) starts the
     replacement at once, in another zone; the old worker works on until the replacement has beaten, then its
-    instance is stopped: `switched`, no interruption, every row once."""
+    instance is stopped: `switched`, no interruption, every row once. Paced (each row standing for 1,000:
+    a segment is about 13 wall s, a boot at most 6.3), so the old worker cannot finish its segment before
+    the replacement beats, however fast the host (unpaced, it once did, and ended `done`)."""
     config = settings(
         tmp_path,
         busy_model_dir,
@@ -177,6 +179,8 @@ def test_a_rebalance_recommendation_starts_the_replacement_in_another_zone_while
         forced_interruptions={"spot-only-01": [20.0]},
         forced_rebalance=True,
         replace_on_rebalance=True,
+        paced=True,
+        row_weight=1_000,
     )
     (run,) = run_matrix(config, stack)
     assert run.result.outcome.succeeded, run.result.outcome.failures
