@@ -52,6 +52,11 @@ Rows = dict[str, tuple[str, float]]
 Contender = tuple[Classifier, str, Path | None]  # a path: the classifier, a note, its export file
 
 
+def kept_by_build(paths: dict[str, Contender]) -> list[str]:
+    """The paths a worker can run: all but those the build refused (measured here only to show why)."""
+    return [name for name, (_, note, _) in paths.items() if "REFUSED" not in note]
+
+
 def worker_run(
     classifier: Classifier, dataset: Path, rows: int, *, batch: int = DEFAULT_BATCH_SIZE, every: int = 50
 ) -> tuple[float, Rows]:
@@ -181,7 +186,7 @@ def main() -> None:
         seconds = median_time(runs, args.repeats)
         measured = report(len(texts), seconds, paths, reference, results, args.repeats)
         if args.write_profile:
-            usable = {n: m for n, m in measured.items() if "REFUSED" not in paths[n][1]}
+            usable = {n: measured[n] for n in kept_by_build(paths)}
             write_profile(args.write_profile, usable, threads, args.rows)
         if not args.no_sweep:
             sweep(paths, model, dataset, args.rows, threads)
@@ -249,7 +254,7 @@ def _pct(value: float | None) -> str:
 def sweep(paths: dict[str, Contender], model_dir: Path, dataset: Path, rows: int, threads: int) -> None:
     """Batch size x sort window x threads on the fastest backend that passed its gate, against defaults."""
     order = ("onnx-int8", CHECKED, "onnx", "torch")
-    passed = [n for n in order if n in paths and "REFUSED" not in paths[n][1]]
+    passed = [n for n in order if n in kept_by_build(paths)]
     name = passed[0]
     model = paths[name][0]
     print(
