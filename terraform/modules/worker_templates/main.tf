@@ -60,7 +60,7 @@ resource "aws_launch_template" "this" {
       spot_options {
         spot_instance_type             = instance_market_options.value.spot_instance_type
         instance_interruption_behavior = instance_market_options.value.instance_interruption_behavior
-        max_price                      = local.spot_max_price == null ? null : tostring(local.spot_max_price)
+        max_price                      = tostring(local.spot_max_price) # null stays null: EC2's default
       }
     }
   }
