@@ -9,7 +9,7 @@ SPOTBATCH := $(BIN)/spotbatch
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS := 1
 
-.PHONY: setup ssh-tools data model simulate whatif burst burst-down report report-check test check lint typecheck tf-fmt checkov bench infra apply-real image image-push run-real destroy-real prices py312 clean
+.PHONY: setup ssh-tools container-tools data model simulate whatif burst burst-down report report-check test check lint typecheck tf-fmt checkov bench infra apply-real image image-push run-real destroy-real prices py312 clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,7 +52,13 @@ ssh-tools:  ## sshd, ssh and rsync for the burst tests (Debian packages; install
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openssh-server openssh-client rsync \
 	    || echo "could not install them: the burst tests that need sshd will skip and say why"; }
 
-test: setup ssh-tools  ## every test, slow end-to-end ones included (TEST_WORKERS processes, default 2)
+container-tools:  ## podman, runc and debootstrap: build and run the worker image without a Docker daemon (Debian packages; installed if missing and apt-get can)
+	@{ command -v podman && command -v runc && command -v debootstrap; } >/dev/null || \
+	  { echo "apt-get install -y podman runc debootstrap"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends podman runc debootstrap \
+	    || echo "could not install them: the image tests will skip and say why"; }
+
+test: setup ssh-tools container-tools  ## every test, slow end-to-end ones included (TEST_WORKERS processes, default 2)
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
 py312:  ## install into a Python 3.12 venv (.venv312; PYTHON312=<interpreter>) and run the CLI and the fast tests there
@@ -94,11 +100,11 @@ REAL_PRICES = $(if $(ENDPOINT),--override "price-of-the-day=an emulator has no p
 apply-real: setup  ## AWS: pre-flight, plan, CONFIRM=yes (or type yes), apply; BUCKET=<new name> the first time [INSTANCE_TYPE= REGION=]
 	$(SPOTBATCH) infra apply-real $(REAL_TARGET) $(REAL_PRICES) $(if $(BUCKET),--bucket-name "$(BUCKET)") $(if $(INSTANCE_TYPE),--instance-type "$(INSTANCE_TYPE)") $(if $(REGION),--region "$(REGION)")
 
-image: model  ## the worker image for the instance type (CPU or CUDA torch); needs a Docker engine [INSTANCE_TYPE=]
-	$(SPOTBATCH) image build $(if $(INSTANCE_TYPE),--instance-type "$(INSTANCE_TYPE)")
+image: model  ## the worker image for the instance type (CPU or CUDA), linux/amd64, with Docker or else podman [INSTANCE_TYPE= BASE_IMAGE=debian: no registry here]
+	$(SPOTBATCH) image build $(if $(INSTANCE_TYPE),--instance-type "$(INSTANCE_TYPE)") $(if $(BASE_IMAGE),--base-image "$(BASE_IMAGE)")
 
 image-push: setup  ## push the image to the stack's ECR with your credentials; then `make apply-real` again
-	$(SPOTBATCH) image push
+	$(SPOTBATCH) image push $(REAL_TARGET)
 
 run-real: setup  ## AWS: upload INPUT=file.parquet, run the job on the stack, print the ledger [SEGMENTS= POLICY=]
 	@test -n "$(INPUT)" || { echo "usage: make run-real INPUT=file.parquet [SEGMENTS=10] [POLICY=hybrid]" >&2; exit 2; }

@@ -16,6 +16,8 @@ from inference.dataset import write_dataset
 if TYPE_CHECKING:
     from coordinator.sim.emulator_stack import Infrastructure
 
+pytest_plugins = ["tests.image_fixtures"]  # podman, a clean checkout, the real worker image
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
 
