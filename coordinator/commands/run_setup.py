@@ -69,9 +69,10 @@ def quotes_for_run(args: argparse.Namespace, cloud: CloudTarget, spec: JobSpec) 
     return JobQuotes(pools, spec.pool_types[0])
 
 
-def template_settings(ec2: Any, template_id: str) -> tuple[str, int | None]:
-    """The launch template's shutdown behaviour and its max-lifetime tag: what auto-termination checks."""
-    data = ec2.describe_launch_template_versions(LaunchTemplateId=template_id, Versions=["$Latest"])[
+def template_settings(ec2: Any, template_id: str, version: str) -> tuple[str, int | None]:
+    """The shutdown behaviour and the max-lifetime tag of the template version the job will launch: what
+    auto-termination checks."""
+    data = ec2.describe_launch_template_versions(LaunchTemplateId=template_id, Versions=[version])[
         "LaunchTemplateVersions"
     ][0]["LaunchTemplateData"]
     behavior = str(data.get("InstanceInitiatedShutdownBehavior", "stop"))
@@ -98,7 +99,8 @@ def preflight_for_run(
     hours = spec.rows / max(spec.planned_rows_per_s * args.time_scale, 1e-9) / 3_600 / spec.segments
     rate = max(q.rate_usd_per_hour for q in quotes.by_type.values())  # the dearest pool: a ceiling
     estimate = estimate_job_cost(work_hours=hours, instances=spec.segments, rate_usd_per_hour=rate)
-    behavior, lifetime = template_settings(cloud.ec2, next(iter(cloud.stack.launch_template_ids.values())))
+    market, template = next(iter(cloud.stack.launch_template_ids.items()))
+    behavior, lifetime = template_settings(cloud.ec2, template, cloud.stack.template_version(market))
     plan = preflight.LaunchPlan(
         job_id=spec.job_id,
         estimate_usd=estimate.total_usd,

@@ -104,6 +104,7 @@ class Fleet:
         ec2: Any,
         *,
         templates: dict[str, str],
+        versions: dict[str, str] | None = None,
         subnets: dict[str, str] | None = None,
         instance_profile_arn: str | None = None,
         instance_types: list[str] | None = None,
@@ -111,10 +112,12 @@ class Fleet:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`instance_types`, `price(market, type)`: the job's capacity pools (`pools.py`); `clock`: the
-        job's (cloud seconds in the simulator), when a refusal is forgotten."""
+        """`versions`: market -> the template version to launch (the one the pre-flight checked; EC2's
+        default without); `instance_types`, `price(market, type)`: the job's capacity pools (`pools.py`);
+        `clock`: the job's (cloud seconds in the simulator), when a refusal is forgotten."""
         self.ec2 = ec2
         self.templates = templates
+        self.versions = versions or {}
         self.pools = CapacityPools(subnets or {}, instance_types=instance_types, price=price, clock=clock)
         self.instance_profile_arn = instance_profile_arn
         self.sleep = sleep
@@ -174,7 +177,10 @@ class Fleet:
             return existing
         tags = [{"Key": k, "Value": v} for k, v in tags_for(request).items()]
         kwargs: dict[str, Any] = {
-            "LaunchTemplate": {"LaunchTemplateId": template},
+            "LaunchTemplate": {
+                "LaunchTemplateId": template,
+                "Version": self.versions.get(request.market, "$Default"),
+            },
             "MinCount": 1,
             "MaxCount": 1,
             "TagSpecifications": [{"ResourceType": "instance", "Tags": tags}],

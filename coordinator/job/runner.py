@@ -209,6 +209,7 @@ def _fleet(
     return Fleet(
         cloud.ec2,
         templates=cloud.stack.launch_template_ids,
+        versions={market: cloud.stack.template_version(market) for market in cloud.stack.launch_template_ids},
         subnets=cloud.stack.subnet_ids,
         instance_profile_arn=instance_profile_arn,
         instance_types=list(spec.instance_types) or None,

@@ -9,7 +9,7 @@ Usage::
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,13 @@ class StackOutputs:
     emulator: bool = False  # the stack lives on an emulator: its IAM matches resources by ARN for S3 only
     events_queue_url: str = ""  # EC2's interruption events (a stack applied before they existed: "")
     events_queue_arn: str = ""
+    # market -> the version to launch (the latest apply's); a stack applied before it was an output: {}
+    launch_template_versions: dict[str, str] = field(default_factory=dict)
+
+    def template_version(self, market: str) -> str:
+        """The version a launch of `market` names, and the pre-flight reads: the stack's latest apply's
+        (EC2's `$Default` for a stack that does not say)."""
+        return self.launch_template_versions.get(market, "$Default")
 
     @classmethod
     def from_dict(cls, outputs: dict[str, Any], where: str = "the stack outputs") -> StackOutputs:
@@ -101,6 +108,9 @@ class StackOutputs:
             emulator=bool(outputs.get("emulator")),
             events_queue_url=str(outputs.get("events_queue_url") or ""),
             events_queue_arn=str(outputs.get("events_queue_arn") or ""),
+            launch_template_versions={
+                str(k): str(v) for k, v in dict(outputs.get("launch_template_versions") or {}).items()
+            },
         )
 
     @classmethod

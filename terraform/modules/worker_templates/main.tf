@@ -28,6 +28,11 @@ resource "aws_launch_template" "this" {
   user_data     = base64encode(local.user_data)
   ebs_optimized = true
 
+  # Each apply (a new image, say) makes a new version; EC2 launches the default version unless told
+  # otherwise, so the new one becomes the default. The coordinator names the version it launches anyway
+  # (launch_template_versions), the one its pre-flight checked.
+  update_default_version = true
+
   # A worker that shuts itself down (job done, fatal error) must stop billing: terminate, not stop.
   instance_initiated_shutdown_behavior = "terminate"
 

@@ -13,6 +13,11 @@ output "launch_template_ids" {
   value       = var.worker_image == null ? {} : module.worker_templates[0].launch_template_ids
 }
 
+output "launch_template_versions" {
+  description = "Version of each launch template to launch (the latest, made the default at each apply); empty without a worker image."
+  value       = var.worker_image == null ? {} : module.worker_templates[0].launch_template_versions
+}
+
 output "subnet_ids" {
   description = "Worker subnet per availability zone (zone => subnet id)."
   value       = module.network.subnet_ids

@@ -261,3 +261,25 @@ def test_a_pool_without_capacity_sends_the_launch_to_the_next_pool_then_the_next
     assert asked == [("m7i.xlarge", subnets[z]) for z in zones] + [("c7i.xlarge", subnets[zones[0]])]
     later = [p.instance_type for p in fleet.pools.order("seg-0000", "spot")]
     assert later == ["c7i.xlarge", "c7i.xlarge", "m7i.xlarge", "m7i.xlarge"]  # the refused pools last
+
+
+def test_a_launch_names_the_template_version_the_stack_applied_last(ec2: Any) -> None:
+    """A second `make apply-real` (a new image) makes version 2; EC2 launches the default version unless
+    told, so the fleet names the version the stack's outputs give (the one the pre-flight checked)."""
+    made = templates(ec2)
+    ec2.create_launch_template_version(
+        LaunchTemplateId=made["spot"], SourceVersion="1", LaunchTemplateData={"UserData": "c2Vjb25k"}
+    )
+    unnamed = Fleet(ec2, templates=made, sleep=lambda s: None).launch(request())
+    named = Fleet(ec2, templates=made, versions={"spot": "2"}, sleep=lambda s: None).launch(
+        request(attempt="job-1/seg-0000/2")
+    )
+
+    def user_data(instance: str) -> str:
+        return str(
+            ec2.describe_instance_attribute(InstanceId=instance, Attribute="userData")["UserData"].get(
+                "Value", ""
+            )
+        )
+
+    assert user_data(unnamed) == "" and user_data(named) == "c2Vjb25k"

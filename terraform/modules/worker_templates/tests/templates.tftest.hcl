@@ -51,6 +51,10 @@ run "spot_and_on_demand_templates" {
     error_message = "a worker that shuts down must terminate"
   }
   assert {
+    condition     = alltrue([for t in aws_launch_template.this : t.update_default_version])
+    error_message = "each apply's version (a new image) must become the default that EC2 launches"
+  }
+  assert {
     condition     = aws_launch_template.this["spot"].image_id == aws_launch_template.this["on-demand"].image_id && aws_launch_template.this["spot"].user_data == aws_launch_template.this["on-demand"].user_data
     error_message = "both templates share AMI and user-data"
   }
