@@ -11,6 +11,11 @@ moto keeps instance records but runs nothing. This runtime watches them and play
 - `shutdown -h +N` (N cloud minutes; `now`) terminates the instance; an instance terminated by someone
   else loses its processes: SIGTERM, as an OS shutdown does, then SIGKILL after `kill_grace`.
 
+Container mode (`containers=ContainerMode.start(podman)`): the boot script's `docker` is a thin shim over
+podman (`podman_docker.py`) that pulls through ECR and runs the real worker image; the runtime stops its
+container on a power-off (`container_machine.py`). No fork server, no pacing: the real image boots as it
+boots here.
+
 Usage::
 
     with InstanceRuntime(admin, image, imds=imds, log_dir=run_dir / "workers", clock=clock) as runtime:
@@ -36,6 +41,7 @@ from coordinator.job.clock import CloudClock
 from coordinator.job.instances import list_instances
 from coordinator.job.launch_contract import TAG_SEGMENT
 from coordinator.sim.awslogs import shipper_for
+from coordinator.sim.container_machine import ContainerMode, ContainerWorker
 from coordinator.sim.ec2_events import INSTANCE_SHUTDOWN, with_state_reason
 from coordinator.sim.host_agent import HostAgent, Reply
 from coordinator.sim.lifeline import popen_tied
@@ -73,15 +79,18 @@ class InstanceRuntime:
         job_id: str | None = None,
         launch_seconds: Callable[[dict[str, str]], float] | None = None,
         launched_at: Callable[[str], float | None] | None = None,
+        containers: ContainerMode | None = None,
     ) -> None:
         """`launch_seconds(tags)`: the drawn launch (cloud s); the worker is held that long after the launch
-        call's answer (`launched_at(id)`, wall; else when seen here). None: it starts as soon as it can."""
+        call's answer (`launched_at(id)`, wall; else when seen here). None: it starts as soon as it can.
+        `containers`: container mode (the real image through podman) instead of forked workers."""
         self.launch_seconds, self.launched_at = launch_seconds, launched_at
         self.target, self.image, self.imds, self.log_dir, self.clock = target, image, imds, log_dir, clock
         self.kill_grace, self.poll_every, self.job_id = kill_grace, poll_every, job_id
         self.ec2, self.iam, self.sts = target.client("ec2"), target.client("iam"), target.client("sts")
         self._powered_off = with_state_reason(target.client("ec2"), INSTANCE_SHUTDOWN)  # EC2's reason
-        self.launcher = WorkerLauncher(boot)
+        self.containers = containers
+        self.launcher = WorkerLauncher(boot) if containers is None else None
         self.instances: dict[str, SimulatedInstance] = {}
         self.lock = threading.RLock()
         self.errors: list[str] = []
@@ -95,7 +104,8 @@ class InstanceRuntime:
 
     def start(self) -> InstanceRuntime:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        install_standins(self._home / "bin")
+        docker = "coordinator.sim.podman_docker" if self.containers else None
+        install_standins(self._home / "bin", docker_module=docker)
         self._agent.__enter__()
         self._thread.start()
         return self
@@ -111,6 +121,8 @@ class InstanceRuntime:
             self._power_off(instance, hard=False)
         self._agent.__exit__(None, None, None)
         self._spawner.shutdown(wait=True)
+        if self.containers is not None:
+            self.containers.sweep()
         self.errors += self._agent.errors
         shutil.rmtree(self._home, ignore_errors=True)
 
@@ -195,6 +207,10 @@ class InstanceRuntime:
             machine=instance_id,
             endpoint=self.target.endpoint,
         )
+        if self.containers is not None:
+            worker_log = self.log_dir / f"{tags.get(TAG_SEGMENT, 'segment')}.{instance_id}.log"
+            env |= self.containers.script_env(instance_id, worker_log)
+            instance.worker = ContainerWorker(self.containers, instance_id, home)
         # started from the one long-lived spawner thread: a tied child dies with the thread that started it
         self._spawner.submit(self._spawn, instance, home, env).result()
 
@@ -242,6 +258,8 @@ class InstanceRuntime:
             env = container_env(
                 self.image, request, home=str(home), hostname=machine, ready_at=instance.ready_at
             )
+            if self.launcher is None:
+                raise RuntimeError("container mode: docker run is the podman shim's, not the host agent's")
             worker = self.launcher.start(env, log_path)
             instance.worker = worker
         started({"status": f"started {worker.pid}"})
@@ -288,3 +306,5 @@ class InstanceRuntime:
                 return
             instance.gone = True
         stop_processes(instance, hard=hard, grace=self.kill_grace)
+        if isinstance(instance.worker, ContainerWorker):  # one its killed shim was still starting
+            instance.worker.remove()

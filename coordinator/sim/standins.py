@@ -5,6 +5,7 @@ not power itself off. The boot script Terraform rendered runs unchanged under ba
 programs answer its calls by asking the simulator's host agent (`host_agent.py`, over the unix socket in
 `$SPOTBATCH_SIM_SOCKET`) to do what the machine `$SPOTBATCH_SIM_MACHINE` would:
 
+    docker info                  the daemon is up (the host agent is)
     docker pull IMAGE            fetch the image's manifest from ECR with the instance role's credentials
     docker run [OPTIONS] IMAGE   start the worker with the container's environment (-e NAME=VALUE, and
                                  -e NAME passes this shell's value if it has one, as docker does); wait
@@ -91,8 +92,11 @@ def parse_run(args: list[str], environ: dict[str, str]) -> dict[str, Any]:
 
 
 def docker(args: list[str]) -> int:
+    if args[:1] == ["info"]:  # the daemon is the host agent, up as long as the runtime is
+        print("Server Version: spotbatch simulator (fork-server workers)")
+        return 0
     if not args or args[0] not in ("pull", "run"):
-        raise StandinError(f"docker {' '.join(args[:1])}: the simulator's stand-in runs only pull and run")
+        raise StandinError(f"docker {' '.join(args[:1])}: the simulator's stand-in runs info, pull and run")
     if args[0] == "pull":
         if len(args) != 2:
             raise StandinError("docker pull: one image")
@@ -131,12 +135,18 @@ def dnf(args: list[str]) -> int:
     return 0  # the AMI's package: nothing to fetch here
 
 
-def install(bin_dir: Path) -> Path:
-    """A small script per program in `bin_dir` (first on a machine's PATH) that runs this module."""
+def install(bin_dir: Path, *, docker_module: str | None = None) -> Path:
+    """A small script per program in `bin_dir` (first on a machine's PATH) that runs this module;
+    `docker_module`: another module for `docker` (container mode: `coordinator.sim.podman_docker`)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     for program in PROGRAMS:
         path = bin_dir / program
-        path.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m coordinator.sim.standins {program} "$@"\n')
+        if program == "docker" and docker_module:
+            path.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m {docker_module} "$@"\n')
+        else:
+            path.write_text(
+                f'#!/bin/sh\nexec "{sys.executable}" -m coordinator.sim.standins {program} "$@"\n'
+            )
         path.chmod(0o755)
     return bin_dir
 
