@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coordinator.build.container_engine import Engine
+from coordinator.sim.machine import SimulatedInstance
 from coordinator.sim.podman_docker import CONTAINER_ENV, EXIT_FILE, LABEL_ENV, WORKER_LOG_ENV
 
 LABEL_KEY = "spotbatch.sim-runtime"
@@ -35,6 +36,7 @@ PODMAN_TIMEOUT_SECONDS = 60.0
 class ContainerMode:
     engine: Engine  # podman: the shim calls it by name, with the engine's environment
     runtime_id: str
+    DOCKER = "coordinator.sim.podman_docker"  # the module behind a container-mode machine's `docker`
 
     @classmethod
     def start(cls, engine: Engine) -> ContainerMode:
@@ -44,11 +46,13 @@ class ContainerMode:
     def label(self) -> str:
         return f"{LABEL_KEY}={self.runtime_id}"
 
-    def script_env(self, machine: str, worker_log: Path) -> dict[str, str]:
-        """What a container-mode machine's boot script adds to its environment for the shim."""
+    def prepare(self, instance: SimulatedInstance, home: Path, worker_log: Path) -> dict[str, str]:
+        """A booting machine's worker (the container its shim will run); what its boot script's environment
+        adds for the shim."""
+        instance.worker = ContainerWorker(self, instance.instance_id, home)
         return {
             **self.engine.env,
-            CONTAINER_ENV: container_name(machine),
+            CONTAINER_ENV: container_name(instance.instance_id),
             LABEL_ENV: self.label,
             WORKER_LOG_ENV: str(worker_log),
         }

@@ -7,14 +7,12 @@ moto keeps instance records but runs nothing. This runtime watches them and play
   runs it under bash, the stand-ins of `standins.py` first on its PATH (docker, shutdown, dnf), the
   metadata service at `AWS_EC2_METADATA_SERVICE_ENDPOINT` serving its tags and its role's credentials;
 - `docker pull` fetches the image's manifest from ECR with the role's credentials; `docker run` starts the
-  worker (`worker_boot.py`) with the container's environment, output shipped to CloudWatch (`awslogs.py`);
+  worker with the container's environment, output shipped to CloudWatch (`fork_daemon.py`);
 - `shutdown -h +N` (N cloud minutes; `now`) terminates the instance; an instance terminated by someone
   else loses its processes: SIGTERM, as an OS shutdown does, then SIGKILL after `kill_grace`.
 
-Container mode (`containers=ContainerMode.start(podman)`): the boot script's `docker` is a thin shim over
-podman (`podman_docker.py`) that pulls through ECR and runs the real worker image; the runtime stops its
-container on a power-off (`container_machine.py`). No fork server, no pacing: the real image boots as it
-boots here.
+Container mode (`containers=ContainerMode.start(podman)`, `container_machine.py`): `docker` is a shim over
+podman that runs the real worker image; no fork server, no pacing: the image boots as it boots here.
 
 Usage::
 
@@ -40,20 +38,12 @@ from typing import Any
 from coordinator.job.clock import CloudClock
 from coordinator.job.instances import list_instances
 from coordinator.job.launch_contract import TAG_SEGMENT
-from coordinator.sim.awslogs import shipper_for
 from coordinator.sim.container_machine import ContainerMode, ContainerWorker
 from coordinator.sim.ec2_events import INSTANCE_SHUTDOWN, with_state_reason
+from coordinator.sim.fork_daemon import ForkDaemon
 from coordinator.sim.host_agent import HostAgent, Reply
 from coordinator.sim.lifeline import popen_tied
-from coordinator.sim.machine import (
-    MachineImage,
-    RoleSession,
-    SimulatedInstance,
-    container_env,
-    pull_image,
-    script_env,
-    stop_processes,
-)
+from coordinator.sim.machine import MachineImage, RoleSession, SimulatedInstance, script_env, stop_processes
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.standins import install as install_standins
 from coordinator.sim.worker_boot import BootMode, WorkerLauncher
@@ -90,9 +80,9 @@ class InstanceRuntime:
         self.ec2, self.iam, self.sts = target.client("ec2"), target.client("iam"), target.client("sts")
         self._powered_off = with_state_reason(target.client("ec2"), INSTANCE_SHUTDOWN)  # EC2's reason
         self.containers = containers
-        self.launcher = WorkerLauncher(boot) if containers is None else None
         self.instances: dict[str, SimulatedInstance] = {}
         self.lock = threading.RLock()
+        self.daemon = None if containers else ForkDaemon(image, WorkerLauncher(boot), log_dir, self.lock)
         self.errors: list[str] = []
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="instance-runtime", daemon=True)
@@ -104,8 +94,9 @@ class InstanceRuntime:
 
     def start(self) -> InstanceRuntime:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        docker = "coordinator.sim.podman_docker" if self.containers else None
-        install_standins(self._home / "bin", docker_module=docker)
+        install_standins(
+            self._home / "bin", docker_module=self.containers.DOCKER if self.containers else None
+        )
         self._agent.__enter__()
         self._thread.start()
         return self
@@ -207,10 +198,10 @@ class InstanceRuntime:
             machine=instance_id,
             endpoint=self.target.endpoint,
         )
-        if self.containers is not None:
-            worker_log = self.log_dir / f"{tags.get(TAG_SEGMENT, 'segment')}.{instance_id}.log"
-            env |= self.containers.script_env(instance_id, worker_log)
-            instance.worker = ContainerWorker(self.containers, instance_id, home)
+        if self.containers is not None:  # its worker is the container the shim will run
+            env |= self.containers.prepare(
+                instance, home, self.log_dir / f"{tags.get(TAG_SEGMENT)}.{instance_id}.log"
+            )
         # started from the one long-lived spawner thread: a tied child dies with the thread that started it
         self._spawner.submit(self._spawn, instance, home, env).result()
 
@@ -236,43 +227,15 @@ class InstanceRuntime:
         return instance
 
     def pull(self, machine: str, image: str) -> str:
-        instance = self._machine(machine)
-        if instance.role is None:
-            raise RuntimeError(f"pull access denied for {image}: no instance profile, no credentials")
-        status = pull_image(instance.role, image)
-        instance.pulled.add(image)
-        return status
+        return self._daemon().pull(self._machine(machine), image)
 
     def run(self, machine: str, request: dict[str, Any], started: Reply) -> int:
-        instance = self._machine(machine)
-        image = str(request["image"])
-        if image not in instance.pulled:  # docker run pulls what it does not have
-            self.pull(machine, image)
-        segment = instance.tags.get(TAG_SEGMENT, "segment")
-        log_path = self.log_dir / f"{segment}.{machine}.log"
-        shipper = shipper_for(request, instance.role, log_path)
-        with self.lock:  # a machine powered off meanwhile must not get a worker nobody stops
-            if instance.gone:
-                raise RuntimeError(f"machine {machine} powered off")
-            home = self.log_dir / "machines" / machine
-            env = container_env(
-                self.image, request, home=str(home), hostname=machine, ready_at=instance.ready_at
-            )
-            if self.launcher is None:
-                raise RuntimeError("container mode: docker run is the podman shim's, not the host agent's")
-            worker = self.launcher.start(env, log_path)
-            instance.worker = worker
-        started({"status": f"started {worker.pid}"})
-        if shipper is not None:
-            shipper.start()
-        try:
-            code = worker.wait(float("inf"))
-        finally:
-            if shipper is not None:
-                shipper.close()
-        with self.lock:
-            instance.exit_code = code
-        return code if code is not None else -9
+        return self._daemon().run(self._machine(machine), request, started)
+
+    def _daemon(self) -> ForkDaemon:
+        if self.daemon is None:  # container mode: docker is the podman shim, never the host agent
+            raise RuntimeError("docker pull/run go to podman on a container-mode machine")
+        return self.daemon
 
     def shutdown(self, machine: str, minutes: float | None) -> None:
         instance = self._machine(machine)
