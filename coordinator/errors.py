@@ -21,6 +21,7 @@ the error's `exit_code`. Anything else that escapes is a bug: exit 1 with its tr
     │   ├── Declined                        5  the user did not confirm at a prompt
     │   └── AwsSetupError                   2  the account refuses the job; it stops at once
     │       ├── PermissionDenied               an action the credentials may not call (named)
+    │       │   └── TeardownRefused            the job's first instance launched, but may not be terminated
     │       └── QuotaExceeded                  a vCPU (or other) quota of the account is used up
     ├── Retryable                           2  the same call may work later
     ├── LaunchError                         2  an EC2 launch failed; carries the failed calls
@@ -148,6 +149,15 @@ class PermissionDenied(AwsSetupError):
     def __init__(self, message: str, action: str) -> None:
         super().__init__(message)
         self.action = action
+
+
+class TeardownRefused(PermissionDenied):
+    """`TerminateInstances` is refused on the job's first instance, launched just before: the job stops,
+    and the instance (`instance_id`) is recorded, since nothing here can end it but itself."""
+
+    def __init__(self, message: str, instance_id: str, instance_type: str, zone: str) -> None:
+        super().__init__(message, "ec2:TerminateInstances")
+        self.instance_id, self.instance_type, self.zone = instance_id, instance_type, zone
 
 
 class QuotaExceeded(AwsSetupError):

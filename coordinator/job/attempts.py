@@ -27,6 +27,7 @@ from coordinator.errors import (
     BudgetGuardExceeded,
     CapacityError,
     LaunchError,
+    TeardownRefused,
     ThrottledError,
 )
 from coordinator.job.clock import CloudClock
@@ -152,12 +153,19 @@ class AttemptBook:
         if isinstance(outcome, LaunchError):
             self._launch_failed(segment, attempt_id, market, label, outcome)
             return
+        if isinstance(outcome, TeardownRefused):  # launched, but may not be ended: on the record, then stop
+            self._launched(planned, Placement(outcome.instance_id, outcome.instance_type, outcome.zone))
+            raise outcome
         if isinstance(outcome, AwsSetupError):  # a permission or quota: the controller stops the job
             self._end_unlaunched(attempt_id, label)
             self.state.set_failed_launch(self.job_id, segment, reason=f"{market}: {outcome}")
             self.fail(segment, "the account refused the launch", str(outcome))
             raise outcome
-        launched, (instance_id, kind, zone) = self.clock.now(), outcome
+        self._launched(planned, outcome)
+
+    def _launched(self, planned: PlannedLaunch, placement: Placement) -> None:
+        segment, attempt_id, market, label = planned.row.segment_id, *planned[1:]
+        launched, (instance_id, kind, zone) = self.clock.now(), placement
         kind = kind or self.quotes.first_type  # "": the template's own type
         self.state.attempt_launched(
             attempt_id, instance_id=instance_id, launched_at=launched, instance_type=kind

@@ -12,7 +12,6 @@ One cycle, every `cycle_seconds` (wall):
 2. launch: the pass for the policy's kind (`launch_passes.py`) decides which segments get an instance and
    on which market; every launch asks the budget guard first;
 3. log a status line per active segment every `status_every` cloud seconds (`status.py`).
-
 Between cycles the loop waits on the events queue: an event wakes it at once.
 
 The job ends when every segment is DONE or FAILED; then every instance of the job is terminated and the
@@ -43,6 +42,7 @@ from coordinator.errors import (
     DeadlineRequired,
     InvalidTransition,
     LeakError,
+    PermissionDenied,
     RunStorageError,
     ThrottledError,
 )
@@ -244,7 +244,10 @@ class Controller:
         alive = self.fleet.alive(self.spec.job_id)
         if alive:
             log.warning("%s: terminating %d instance(s): %s", why, len(alive), ", ".join(alive))
-            self.fleet.terminate_and_confirm(alive)
+            try:
+                self.fleet.terminate_and_confirm(alive)
+            except PermissionDenied as error:  # nothing here can end them: each powers itself off in time
+                raise LeakError(f"job {self.spec.job_id}: {', '.join(alive)} alive: {error}") from None
         try:
             self.handover.close_all(why)
         except (RunStorageError, BudgetConfigError, OSError) as error:  # a full disk: the resume settles

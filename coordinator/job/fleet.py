@@ -13,6 +13,8 @@ not be retried (a bad template). Each launch carries the job's instance profile 
 capacity pools, (instance type, zone), in the order of `pools.py` (cheapest first, refused ones last).
 The launch's `ClientToken` is derived from the attempt id and the pool, so a retried or repeated launch
 of the same attempt (a coordinator restarted mid-call) returns the same instance instead of a second one.
+The job's first instance is launched alone and dry-run-terminated before any other launch: the proof
+that the credentials can end what they start, which no made-up id can give (`preflight/checks.py`).
 
 Usage::
 
@@ -44,6 +46,7 @@ from coordinator.job.aws_errors import error_code, raise_for_setup
 from coordinator.job.instances import GONE_STATES, InstanceInfo, alive_ids, list_instances
 from coordinator.job.launch_contract import LaunchRequest, tags_for
 from coordinator.job.pools import CapacityPools, Placement
+from coordinator.job.teardown_probe import prove_teardown
 
 log = logging.getLogger("coordinator.job.fleet")
 
@@ -73,6 +76,7 @@ PROFILE_PROPAGATION_SECONDS = 60.0
 PROFILE_RETRY = 3.0
 EC2_MAX_ATTEMPTS = 7  # the EC2 client's: a first call and six retries, then ThrottledError (tried later)
 CONFIRM_TIMEOUT_SECONDS = 120.0  # EC2 takes up to a minute or two to report terminated
+
 CONFIRM_POLL_SECONDS = 2.0
 ID_BATCH = 100  # instance ids per TerminateInstances/DescribeInstances call (1,000 timed moto out)
 
@@ -123,6 +127,8 @@ class Fleet:
         self.sleep = sleep
         self.api_retries = 0  # calls botocore made again (throttling, 5xx), for the run's log
         self._counting = threading.Lock()  # launches run in threads (`launch_batch.py`)
+        self._first_launch = threading.Lock()  # held by the launch whose instance proves the teardown
+        self.teardown_proven = False
         # EC2 answers "no capacity" with HTTP 500, which botocore retries: here it moves to the next zone
         ec2.meta.events.register_first("needs-retry.ec2", _no_retry_for_capacity)
 
@@ -163,10 +169,20 @@ class Fleet:
         return self.launch_placed(request, repeat=repeat).instance_id
 
     def launch_placed(self, request: LaunchRequest, *, repeat: bool = False) -> Placement:
-        """Launch one worker for the request in the first pool with capacity. `repeat`: the call may have
-        run before (a restart mid-launch): adopt the instance this attempt already has. A fresh attempt id
-        cannot have one, so the look-up (a describe by tag, which moto answers by scanning every instance
-        it ever had) is skipped."""
+        """Launch one worker for the request in the first pool with capacity (the job's first one alone,
+        then dry-run-terminated: `TeardownRefused` if that is refused)."""
+        with self._first_launch:
+            if not self.teardown_proven:
+                placed = self._launch_placed(request, repeat=repeat)
+                self.teardown_proven = prove_teardown(self.ec2, placed, self.sleep)
+                return placed
+        return self._launch_placed(request, repeat=repeat)
+
+    def _launch_placed(self, request: LaunchRequest, *, repeat: bool) -> Placement:
+        """Launch one worker in the first pool with capacity. `repeat`: the call may have run before (a
+        restart mid-launch): adopt the instance this attempt already has. A fresh attempt id cannot have
+        one, so the look-up (a describe by tag, which moto answers by scanning every instance it ever had)
+        is skipped."""
         template = self.templates.get(request.market)
         if template is None:
             raise LaunchError(

@@ -8,7 +8,9 @@ Checks (names are what `--override NAME=REASON` takes):
 - `no-stray-instances`: no pending/running instance tagged `Project=spotbatch` outside this job
 - `budget-headroom`:    budget remaining >= estimate + 50%
 - `auto-termination`:   instances carry a max-lifetime tag and terminate on shutdown
-- `teardown-dry-run`:   `TerminateInstances` with `DryRun=True` is allowed (EC2 answers DryRunOperation)
+- `teardown-dry-run`:   `TerminateInstances` with `DryRun=True` is allowed on an instance of the project
+                        (EC2 answers DryRunOperation); with none alive there is nothing to probe (a made-up
+                        id proves nothing), and the fleet dry-runs the job's first instance instead
 - `price-of-the-day`:   the price used is live, or the table's row is dated at most 30 days ago; recorded
 - `vcpu-quota`:         the fleet fits in the account's vCPU quotas of the family (`quotas.py`; run only)
 - `sync-allow-list`:    the payload folder (burst only) passes the allow-list
@@ -26,13 +28,12 @@ from typing import Any
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import PriceQuote
 from coordinator.errors import PreflightFailed
-from coordinator.job.instances import list_instances
+from coordinator.job.instances import InstanceInfo, list_instances
 from coordinator.job.launch_contract import TAG_MAX_LIFETIME
 from coordinator.preflight.allow_list import check_payload
 
 BUDGET_HEADROOM = 0.5  # remaining must cover the estimate plus half again: estimates run low
 PRICE_MAX_AGE_DAYS = 30  # a price table older than a month is not "the price of the day"
-PROBE_INSTANCE_ID = "i-0000000000000000f"  # a well-formed id for the teardown dry run; nothing is terminated
 CHECK_NAMES = (
     "no-stray-instances",
     "budget-headroom",
@@ -68,11 +69,10 @@ class LaunchPlan:
     sync_dir: Path | None = None
 
 
-def check_no_stray_instances(ec2: Any, job_id: str) -> CheckResult:
-    try:
-        alive = list_instances(ec2.describe_instances, alive_only=True)
-    except Exception as error:  # no credentials, no endpoint: cannot prove the fleet is empty
-        return CheckResult("no-stray-instances", False, f"cannot list instances: {error}")
+def check_no_stray_instances(job_id: str, alive: dict[str, InstanceInfo] | None) -> CheckResult:
+    """`alive`: the project's live instances, None when they could not be listed."""
+    if alive is None:  # no credentials, no endpoint: cannot prove the fleet is empty
+        return CheckResult("no-stray-instances", False, "cannot list the project's instances")
     strays = [f"{i.instance_id} ({i.state}, job {i.job or '?'})" for i in alive.values() if i.job != job_id]
     if strays:
         reason = f"{len(strays)} instance(s) of the project alive: {', '.join(strays)}"
@@ -102,16 +102,40 @@ def check_auto_termination(plan: LaunchPlan) -> CheckResult:
     )
 
 
-def check_teardown_dry_run(ec2: Any) -> CheckResult:
+def check_teardown_dry_run(ec2: Any, project_instances: list[str]) -> CheckResult:
+    """A dry run of `TerminateInstances` on an instance of the project, if one is alive. An id that does not
+    exist proves nothing (EC2 answers NotFound, or UnauthorizedOperation where the policy terminates only
+    instances tagged Project=spotbatch), so without one the check passes with that note, and the fleet
+    dry-runs the job's first instance before it launches another (`Fleet.launch_placed`)."""
+    if not project_instances:
+        return CheckResult(
+            "teardown-dry-run",
+            True,
+            "no instance of the project to dry-run against (a made-up id proves nothing); "
+            "checked on the job's first instance before any other launch",
+        )
+    return teardown_probe(ec2, project_instances[0])
+
+
+def teardown_probe(ec2: Any, instance_id: str) -> CheckResult:
+    """`TerminateInstances(DryRun=True)` on one instance: PASS on DryRunOperation, FAIL naming the action."""
     from botocore.exceptions import ClientError
 
     try:
-        ec2.terminate_instances(InstanceIds=[PROBE_INSTANCE_ID], DryRun=True)
+        ec2.terminate_instances(InstanceIds=[instance_id], DryRun=True)
     except ClientError as error:
         code = error.response.get("Error", {}).get("Code", "")
         if code == "DryRunOperation":
-            return CheckResult("teardown-dry-run", True, "TerminateInstances dry run: allowed")
-        return CheckResult("teardown-dry-run", False, f"TerminateInstances dry run refused: {code}")
+            return CheckResult(
+                "teardown-dry-run", True, f"TerminateInstances dry run on {instance_id}: allowed"
+            )
+        return CheckResult(
+            "teardown-dry-run",
+            False,
+            f"TerminateInstances dry run on {instance_id} (tagged Project=spotbatch): {code}: these "
+            "credentials may not call ec2:TerminateInstances on the project's instances "
+            "(coordinator-policy.json, TerminateOnlyTheProject)",
+        )
     except Exception as error:
         return CheckResult("teardown-dry-run", False, f"TerminateInstances dry run failed: {error}")
     return CheckResult(
@@ -148,12 +172,21 @@ def check_sync_allow_list(plan: LaunchPlan) -> CheckResult:
     return CheckResult("sync-allow-list", True, f"{plan.sync_dir} is an allow-listed payload folder")
 
 
+def project_instances(ec2: Any) -> dict[str, InstanceInfo] | None:
+    """The project's live instances (tagged Project=spotbatch); None if they cannot be listed."""
+    try:
+        return list_instances(ec2.describe_instances, alive_only=True)
+    except Exception:
+        return None
+
+
 def run_preflight(plan: LaunchPlan, *, ec2: Any, guard: BudgetGuard) -> list[CheckResult]:
+    alive = project_instances(ec2)
     return [
-        check_no_stray_instances(ec2, plan.job_id),
+        check_no_stray_instances(plan.job_id, alive),
         check_budget_headroom(guard, plan.estimate_usd),
         check_auto_termination(plan),
-        check_teardown_dry_run(ec2),
+        check_teardown_dry_run(ec2, sorted(alive or {})),
         check_price_of_the_day(plan),
         check_sync_allow_list(plan),
     ]

@@ -4,15 +4,25 @@ capacity errors tried in the next zone, permission and quota errors told apart, 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from coordinator.errors import CapacityError, LaunchError, PermissionDenied, QuotaExceeded, ThrottledError
+from coordinator.errors import (
+    CapacityError,
+    LaunchError,
+    PermissionDenied,
+    QuotaExceeded,
+    TeardownRefused,
+    ThrottledError,
+)
 from coordinator.job.fleet import Fleet
 from coordinator.job.launch_contract import LaunchRequest
+from tests.aws_errors import ERRORS
 
 
 @pytest.fixture
@@ -34,6 +44,12 @@ def templates(ec2: Any) -> dict[str, str]:
             "LaunchTemplate"
         ]["LaunchTemplateId"]
     return made
+
+
+def dry_run_allowed(stub: Stubber) -> None:
+    stub.add_client_error(
+        "terminate_instances", "DryRunOperation", "Request would have succeeded, but DryRun flag is set.", 412
+    )
 
 
 def request(
@@ -146,6 +162,7 @@ def test_a_zone_without_capacity_sends_the_launch_to_the_next_zone(aws_credentia
     with Stubber(ec2) as stub:
         stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
         stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
+        dry_run_allowed(stub)  # the job's first instance proves the teardown
         assert fleet.launch(request()) == "i-0abc"
         assert asked == order[:2]  # the first zone refused, the second launched
         for _ in subnets:
@@ -172,6 +189,7 @@ def test_a_zone_that_refused_capacity_is_tried_last_until_the_refusal_is_forgott
     with Stubber(ec2) as stub:
         stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
         stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
+        dry_run_allowed(stub)  # the job's first instance proves the teardown
         fleet.launch(request())
         assert asked == order[:2]
         asked.clear()  # the same segment again: the zone that refused a moment ago is not asked first
@@ -228,6 +246,7 @@ def test_a_new_instance_profile_is_waited_for(aws_credentials: None) -> None:
     with Stubber(ec2) as stub:
         stub.add_client_error("run_instances", "InvalidParameterValue", propagating, http_status_code=400)
         stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
+        dry_run_allowed(stub)  # the job's first instance proves the teardown
         assert fleet.launch(request()) == "i-0abc"
     assert waits == [3.0]
 
@@ -256,6 +275,7 @@ def test_a_pool_without_capacity_sends_the_launch_to_the_next_pool_then_the_next
         for _ in subnets:  # the cheaper type has no spot capacity in either zone
             stub.add_client_error("run_instances", "InsufficientInstanceCapacity", http_status_code=500)
         stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
+        dry_run_allowed(stub)  # the job's first instance proves the teardown
         placed = fleet.launch_placed(request())
     assert placed == ("i-0abc", "c7i.xlarge", zones[0])
     assert asked == [("m7i.xlarge", subnets[z]) for z in zones] + [("c7i.xlarge", subnets[zones[0]])]
@@ -283,3 +303,46 @@ def test_a_launch_names_the_template_version_the_stack_applied_last(ec2: Any) ->
         )
 
     assert user_data(unnamed) == "" and user_data(named) == "c2Vjb25k"
+
+
+class Recorded:
+    """The EC2 client, its launch and terminate calls recorded in order; `refuse`: the dry-run terminate
+    answers as AWS does for credentials without ec2:TerminateInstances on the instance."""
+
+    def __init__(self, ec2: Any, *, refuse: bool = False) -> None:
+        self._ec2, self.refuse = ec2, refuse
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._ec2, name)
+        if name not in ("run_instances", "terminate_instances"):
+            return attribute
+
+        def call(**params: Any) -> Any:
+            dry = params.get("DryRun", False)
+            self.calls.append(f"{name}{' (dry run)' if dry else ''}")
+            if dry and self.refuse:
+                record = ERRORS["terminate-unauthorized"]
+                answer = {"Error": {"Code": record["code"], "Message": record["message"]}}
+                raise ClientError(answer, "TerminateInstances")  # type: ignore[arg-type]
+            return attribute(**params)
+
+        return call
+
+
+def test_the_jobs_first_instance_is_launched_alone_and_dry_run_terminated(ec2: Any) -> None:
+    recorded = Recorded(ec2)
+    fleet = Fleet(recorded, templates=templates(ec2), sleep=lambda s: None)
+    with ThreadPoolExecutor(3) as pool:  # a cycle's launches go out together (launch_batch.py)
+        list(pool.map(fleet.launch, [request(f"seg-{i}", f"job-1/seg-{i}/1") for i in range(3)]))
+    assert recorded.calls[:2] == ["run_instances", "terminate_instances (dry run)"]
+    assert recorded.calls[2:] == ["run_instances", "run_instances"] and fleet.teardown_proven
+    assert len(fleet.alive("job-1")) == 3  # the dry run terminated nothing
+
+
+def test_a_refused_teardown_stops_the_job_naming_the_instance_it_cannot_end(ec2: Any) -> None:
+    fleet = Fleet(Recorded(ec2, refuse=True), templates=templates(ec2), sleep=lambda s: None)
+    with pytest.raises(TeardownRefused, match="ec2:TerminateInstances is refused") as refused:
+        fleet.launch(request())
+    assert fleet.alive("job-1") == [refused.value.instance_id]
+    assert refused.value.action == "ec2:TerminateInstances" and "powers itself off" in str(refused.value)

@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 
 from coordinator.cli import main
 from coordinator.cost.billing import EC2_LINUX
@@ -20,6 +21,7 @@ from coordinator.errors import PreflightFailed
 from coordinator.preflight import checks as preflight
 from coordinator.preflight.allow_list import check_payload
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
+from tests.aws_errors import queue_error
 
 QUOTE = PriceQuote(0.918, "table 2026-12-02: test", EC2_LINUX, snapshot_date=date.today())
 
@@ -155,3 +157,40 @@ def test_override_needs_a_reason_and_a_real_check_name(ec2: Any, tmp_path: Path)
     results = [preflight.CheckResult("budget-headroom", False, "low")]
     with pytest.raises(PreflightFailed, match="unknown check"):
         preflight.apply_overrides(results, {"budget": "typo"}, tmp_path / "p.jsonl")
+
+
+def test_the_teardown_probe_makes_no_call_about_an_instance_that_does_not_exist(
+    aws_credentials: None, tmp_path: Path
+) -> None:
+    """EC2 answers a dry run about a made-up id with InvalidInstanceID.NotFound, and for the documented
+    coordinator policy (terminate only instances tagged Project=spotbatch) with UnauthorizedOperation: either
+    proves nothing. With no instance of the project to probe, the check passes with that note (the fleet
+    dry-runs the job's first instance instead); the account is asked only for its list of instances."""
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_instances", {"Reservations": []})
+        queue_error(stub, "terminate-dry-run-not-found")  # what AWS would answer, if it were asked
+        results = {
+            r.name: r
+            for r in preflight.run_preflight(plan(), ec2=ec2, guard=BudgetGuard(5.0, tmp_path / "l"))
+        }
+    probe = results["teardown-dry-run"]
+    assert probe.passed, probe.reason
+    assert (
+        "no instance of the project to dry-run against" in probe.reason and "first instance" in probe.reason
+    )
+
+
+def test_the_teardown_probe_dry_runs_an_instance_of_the_project_when_there_is_one(
+    aws_credentials: None,
+) -> None:
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    with Stubber(ec2) as stub:
+        stub.add_client_error("terminate_instances", "DryRunOperation", "Request would have succeeded", 412)
+        queue_error(stub, "terminate-unauthorized")
+        allowed = preflight.check_teardown_dry_run(ec2, ["i-0aaa"])
+        refused = preflight.check_teardown_dry_run(ec2, ["i-0bbb"])
+    assert allowed.passed and "i-0aaa" in allowed.reason
+    assert not refused.passed
+    assert "ec2:TerminateInstances" in refused.reason and "i-0bbb" in refused.reason
+    assert "Encoded authorization failure message" not in refused.reason  # one line, not AWS's blob
