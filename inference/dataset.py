@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from inference.errors import InputDataError
-from inference.storage import ObjectStore
+from inference.storage import ObjectNotFound, ObjectStore
 
 ROW_GROUP_SIZE = 500  # a 10,000-row dataset split in 10-40 segments still reads a few row groups each
 
@@ -39,7 +39,15 @@ def read_segment(
 ) -> SegmentRows:
     """Read rows `[start, stop)` of a Parquet object, touching only the row groups that overlap them."""
     where = f"{store.uri}/{key}"
-    with store.open_read(key) as handle:
+    try:
+        opened = store.open_read(key)
+    except ObjectNotFound:
+        raise InputDataError(f"{where}: no such object") from None
+    except PermissionError as error:  # S3's 403, or a local file the worker may not read
+        raise InputDataError(
+            f"{where}: access denied ({error.strerror})" if error.strerror else str(error)
+        ) from None
+    with opened as handle:
         parquet = pq.ParquetFile(handle)
         names = parquet.schema_arrow.names
         for column in (id_column, text_column):

@@ -28,6 +28,10 @@ class ObjectNotFound(KeyError):
     """The key does not exist in the store."""
 
 
+NOT_FOUND_CODES = frozenset({"404", "NoSuchKey", "NotFound"})  # a HEAD's code is its status: no body
+DENIED_CODES = frozenset({"403", "AccessDenied", "Forbidden"})
+
+
 class ObjectStore(Protocol):
     """Keys are '/'-separated paths relative to the store's root URI."""
 
@@ -155,11 +159,35 @@ class S3Store:
         return f"{self.prefix}/{key}" if self.prefix else key
 
     def get(self, key: str) -> bytes:
+        from botocore.exceptions import ClientError
+
         try:
             body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
             return body.read()
-        except self.client.exceptions.NoSuchKey:
-            raise ObjectNotFound(f"{self.uri}/{key}") from None
+        except ClientError as error:
+            raise self._why_not(key, error) from None
+
+    def _why_not(self, key: str, error: Exception) -> Exception:
+        """What a refused read means. 404: absent. 403: absent too, for a caller that may not list the
+        bucket there (S3 hides which keys exist from it: a worker's role lists only under its job); so the
+        key is listed, which that role may do: not listed, absent; listed, a real refusal. Else the error."""
+        from botocore.exceptions import ClientError
+
+        code = str(getattr(error, "response", {}).get("Error", {}).get("Code", ""))
+        where = f"{self.uri}/{key}"
+        if code in NOT_FOUND_CODES:
+            return ObjectNotFound(where)
+        if code not in DENIED_CODES:
+            return error
+        try:
+            listed = self.client.list_objects_v2(Bucket=self.bucket, Prefix=self._key(key), MaxKeys=1)
+        except ClientError:
+            return PermissionError(f"{where}: access denied, and listing it too: this role may not read it")
+        if any(item["Key"] == self._key(key) for item in listed.get("Contents", [])):
+            return PermissionError(
+                f"{where}: access denied (S3 403; the object is there): this role may not read it"
+            )
+        return ObjectNotFound(where)
 
     def put(self, key: str, data: bytes, tags: dict[str, str] | None = None) -> None:
         if tags:
@@ -174,9 +202,10 @@ class S3Store:
         try:
             self.client.head_object(Bucket=self.bucket, Key=self._key(key))
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in {"404", "NoSuchKey", "NotFound"}:
+            why = self._why_not(key, error)
+            if isinstance(why, ObjectNotFound):
                 return False
-            raise
+            raise why from None
         return True
 
     def list(self, prefix: str = "") -> list[str]:
@@ -200,7 +229,12 @@ class S3Store:
         self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
 
     def open_read(self, key: str) -> BinaryIO:
-        size = self.client.head_object(Bucket=self.bucket, Key=self._key(key))["ContentLength"]
+        from botocore.exceptions import ClientError
+
+        try:
+            size = self.client.head_object(Bucket=self.bucket, Key=self._key(key))["ContentLength"]
+        except ClientError as error:
+            raise self._why_not(key, error) from None
         reader = _S3RangeReader(self.client, self.bucket, self._key(key), size)
         return io.BufferedReader(reader, buffer_size=1 << 20)
 

@@ -6,8 +6,13 @@ from pathlib import Path
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 
+from inference.checkpoint import load_checkpoint
+from inference.dataset import read_segment
+from inference.errors import InputDataError
 from inference.storage import LocalStore, ObjectNotFound, S3Store, open_store, split_uri
+from tests.aws_errors import queue_error
 
 
 def exercise(store: LocalStore | S3Store) -> None:
@@ -54,3 +59,56 @@ def test_uri_errors() -> None:
     with pytest.raises(ValueError, match="needs a bucket"):
         open_store("s3:///x")
     assert split_uri("s3://b/data/x.parquet") == ("s3://b/data", "x.parquet")
+
+
+def stubbed_store(bucket: str = "b", prefix: str = "jobs/j1") -> tuple[S3Store, Stubber]:
+    client = boto3.client("s3", region_name="us-east-1")
+    return S3Store(bucket, prefix, client=client), Stubber(client)
+
+
+def listing(*keys: str) -> dict[str, object]:
+    return {"Contents": [{"Key": k, "ETag": '"e"', "Size": 1} for k in keys], "KeyCount": len(keys)}
+
+
+def test_a_missing_object_that_s3_answers_with_403_is_absent(aws_credentials: None) -> None:
+    """A worker's role lists only under its job (`s3:ListBucket` with an `s3:prefix` condition), so S3
+    answers a GET of a missing checkpoint 403, not 404 (GetObject's documented rule). The store tells the
+    two apart with a listing of that key, which the role may make: absent, the first attempt starts."""
+    store, stub = stubbed_store()
+    with stub:
+        queue_error(stub, "get-object-access-denied")
+        stub.add_response(
+            "list_objects_v2",
+            listing(),
+            {"Bucket": "b", "Prefix": "jobs/j1/checkpoints/seg-0000.json", "MaxKeys": 1},
+        )
+        assert load_checkpoint(store, "seg-0000") is None
+        queue_error(stub, "head-object-forbidden")
+        stub.add_response("list_objects_v2", listing())
+        assert not store.exists("checkpoints/seg-0000.json")
+
+
+def test_a_403_for_an_object_that_is_there_stays_a_refusal_named_once(aws_credentials: None) -> None:
+    store, stub = stubbed_store()
+    with stub:
+        queue_error(stub, "get-object-access-denied")
+        stub.add_response("list_objects_v2", listing("jobs/j1/checkpoints/seg-0000.json"))
+        with pytest.raises(PermissionError, match=r"s3://b/jobs/j1/checkpoints/seg-0000.json: access denied"):
+            store.get("checkpoints/seg-0000.json")
+        queue_error(stub, "get-object-access-denied")
+        stub.add_client_error("list_objects_v2", "AccessDenied", "Access Denied", 403)
+        with pytest.raises(PermissionError, match="access denied, and listing it too"):
+            store.get("checkpoints/seg-0000.json")
+
+
+def test_an_unreadable_input_is_one_line_naming_it_not_a_traceback(aws_credentials: None) -> None:
+    store, stub = stubbed_store(prefix="data")
+    with stub:
+        queue_error(stub, "head-object-forbidden")
+        stub.add_response("list_objects_v2", listing("data/x.parquet"))
+        with pytest.raises(InputDataError, match=r"s3://b/data/x.parquet: access denied"):
+            read_segment(store, "x.parquet", 0, 10)
+        queue_error(stub, "head-object-forbidden")
+        stub.add_response("list_objects_v2", listing())
+        with pytest.raises(InputDataError, match=r"s3://b/data/x.parquet: no such object"):
+            read_segment(store, "x.parquet", 0, 10)
