@@ -14,6 +14,7 @@ Usage::
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,7 @@ def check_vcpu_quotas(
     used = vcpus_in_use(ec2, group)
     problems: list[str] = []
     notes: list[str] = []
+    fits, requests = instances, []
     for market in markets:
         code = codes[market]
         value = read_quota(quotas, code) if code else None
@@ -99,8 +101,24 @@ def check_vcpu_quotas(
             continue
         free = value - used[market]
         line = f"{market} {group} ({code}): {needed} vCPUs needed, {free:g} of {value:g} free"
-        (problems if needed > free else notes).append(line)
+        if needed > free:
+            problems.append(line)
+            fits = min(fits, max(0, int(free // vcpus)))
+            requests.append(f"--quota-code {code} --desired-value {math.ceil(used[market] + needed)}")
+        else:
+            notes.append(line)
     if problems:
-        reason = "; ".join(problems) + " (request more in Service Quotas, or run fewer segments)"
-        return CheckResult(CHECK, False, reason)
+        return CheckResult(CHECK, False, "; ".join(problems) + f" ({advice(instance_type, fits, requests)})")
     return CheckResult(CHECK, True, f"{instances} x {instance_type} ({vcpus} vCPUs): " + "; ".join(notes))
+
+
+def advice(instance_type: str, fits: int, requests: list[str]) -> str:
+    """What to do about a quota too small: the segments that fit (each runs an instance at once), and the
+    request for what the job asked (new accounts start at 5-32 standard vCPUs, and 0 for G and VT)."""
+    ask = "; ".join(
+        f"aws service-quotas request-service-quota-increase --service-code ec2 {r}" for r in requests
+    )
+    if fits >= 1:
+        segments = f"SEGMENTS={fits} (--segments {fits})"
+        return f"run at most {fits} segments at once: {segments}, or request more in Service Quotas: {ask}"
+    return f"no {instance_type} fits in the free quota: request more in Service Quotas: {ask}"

@@ -117,3 +117,32 @@ def test_no_right_to_read_quotas_names_the_action(quotas: tuple[Any, Stubber], e
     with pytest.raises(PermissionDenied, match="may not call servicequotas:GetServiceQuota") as raised:
         check_vcpu_quotas(client, ec2, instance_type="c7i.xlarge", vcpus=4, instances=1, markets=("spot",))
     assert raised.value.action == "servicequotas:GetServiceQuota"
+
+
+def test_a_young_accounts_quota_names_the_segments_that_fit_and_the_request_to_make(
+    quotas: tuple[Any, Stubber], ec2: Any
+) -> None:
+    """New accounts start at 5-32 standard vCPUs; the default job wants 10 x 4. The refusal says what to
+    run instead, and the exact request for what was asked."""
+    client, stubber = quotas
+    on_demand, spot = QUOTA_CODES["standard"]
+    quota(stubber, on_demand, 32)  # 8 in use: 24 free, 6 instances of 4 vCPUs
+    quota(stubber, spot, 16)  # 4 instances
+    result = check_vcpu_quotas(
+        client, ec2, instance_type="c7i.xlarge", vcpus=4, instances=10, markets=("on-demand", "spot")
+    )
+    assert not result.passed
+    assert "run at most 4 segments at once: SEGMENTS=4 (--segments 4)" in result.reason
+    assert f"--quota-code {spot} --desired-value 40" in result.reason  # none in use, 40 needed
+    assert f"--quota-code {on_demand} --desired-value 48" in result.reason  # 8 in use, 40 needed
+    assert "aws service-quotas request-service-quota-increase --service-code ec2" in result.reason
+
+
+def test_a_gpu_family_at_zero_says_no_segment_fits(quotas: tuple[Any, Stubber], ec2: Any) -> None:
+    client, stubber = quotas
+    quota(stubber, QUOTA_CODES["g"][1], 0)
+    result = check_vcpu_quotas(
+        client, ec2, instance_type="g5.xlarge", vcpus=4, instances=2, markets=("spot",)
+    )
+    assert not result.passed and "no g5.xlarge fits" in result.reason and "SEGMENTS=" not in result.reason
+    assert f"--quota-code {QUOTA_CODES['g'][1]} --desired-value 12" in result.reason  # 4 in use + 8
