@@ -25,7 +25,7 @@ from typing import Any
 
 from coordinator.commands.options import Subcommands
 from coordinator.errors import InfraError
-from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE, is_gpu
+from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE, is_gpu, require_worker_type
 
 DIGEST = re.compile(r"digest: (sha256:[0-9a-f]{64})")
 DEBIAN = "debian"  # --base-image: the Debian-made stand-in for python:3.11-slim (`base_image.py`)
@@ -64,8 +64,8 @@ def build_command(args: argparse.Namespace) -> int:
     from coordinator.build.worker_image import build_worker_image
     from coordinator.paths import REPO_ROOT
 
+    variant = variant_of(require_worker_type(args.instance_type))
     engine = find_engine()
-    variant = variant_of(args.instance_type)
     base = ensure_debian_base(engine) if args.base_image == DEBIAN else args.base_image
     labels = dict(label.partition("=")[::2] for label in args.label)
     runtime = "torch on CUDA" if variant == "cuda" else "ONNX Runtime"

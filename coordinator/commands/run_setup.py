@@ -19,6 +19,7 @@ from coordinator.cost.pricing import PriceTable, estimate_job_cost
 from coordinator.errors import ConfigError
 from coordinator.job.runner import CloudTarget, quotes_for
 from coordinator.job.spec import JobSpec
+from coordinator.stack.defaults import require_worker_type
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.target import AwsTarget
 
@@ -133,6 +134,7 @@ def pool_types(text: str | None, stack: StackOutputs) -> tuple[str, ...]:
     table, kinds = PriceTable.load(), tuple(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
     gpu_stack = table.gpus("aws", stack.instance_type) > 0
     for kind in kinds:
+        require_worker_type(kind, "--instance-types")
         table.quote("aws", stack.region, kind, "on-demand")  # PriceError naming the type when unpriced
         if (table.gpus("aws", kind) > 0) != gpu_stack:
             what = {True: "a GPU type", False: "a CPU type"}

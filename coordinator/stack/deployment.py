@@ -29,6 +29,7 @@ from coordinator.stack.defaults import (
     DEFAULT_INSTANCE_TYPE,
     DEFAULT_MAX_LIFETIME_SECONDS,
     DEFAULT_STACK_NAME,
+    require_worker_type,
 )
 from coordinator.stack.target import AwsTarget
 from coordinator.stack.terraform import Terraform
@@ -48,6 +49,9 @@ class StackSettings:
     force_destroy: bool = False
     image_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # any other variable of the stack, as given
+
+    def __post_init__(self) -> None:
+        require_worker_type(self.instance_type)
 
     def variables(self, target: AwsTarget) -> dict[str, Any]:
         variables: dict[str, Any] = {

@@ -3,6 +3,7 @@ and README tables every module and stack keeps."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -81,6 +82,20 @@ def test_the_aws_stack_refuses_bad_variables_by_name(tmp_path: Path, terraform_r
         tf.plan({name: value for name, (value, _) in BAD_VARIABLES.items()})
     missing = [message for _, message in BAD_VARIABLES.values() if message not in str(refused.value)]
     assert missing == [], str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "message"), [("p3.2xlarge", "V100 (sm_70)"), ("c7g.xlarge", "arm64 (Graviton) types")]
+)
+def test_the_aws_stack_refuses_types_the_image_cannot_run(
+    instance_type: str, message: str, tmp_path: Path, terraform_ready: None
+) -> None:
+    from coordinator.errors import TerraformError
+
+    tf = Terraform.discover(TERRAFORM_DIR / "stacks" / "aws", state_dir=tmp_path)
+    tf.init()
+    with pytest.raises(TerraformError, match=re.escape(message)):
+        tf.plan({"region": "us-east-1", "bucket_name": "spotbatch-b", "instance_type": instance_type})
 
 
 def test_the_example_backend_takes_over_from_the_wrappers_local_state(tmp_path: Path) -> None:

@@ -118,6 +118,16 @@ variable "instance_type" {
     condition     = !contains(["inf1", "inf2", "trn1", "trn1n", "trn2"], split(".", var.instance_type)[0])
     error_message = "Inferentia and Trainium types need the Neuron runtime, which the worker image does not carry; choose a CPU or NVIDIA GPU type."
   }
+
+  validation {
+    condition     = !contains(["p3", "p3dn"], split(".", var.instance_type)[0])
+    error_message = "p3 and p3dn are V100 (sm_70) types: the CUDA image's torch 2.13 (CUDA 12.8 wheels) has no sm_70 kernels (pytorch/pytorch#172352); choose g4dn, g5, g6, g6e or p4d."
+  }
+
+  validation {
+    condition     = !can(regex("^(a1|[a-z]+[0-9]+[a-z]*g[a-z]*)$", split(".", var.instance_type)[0]))
+    error_message = "arm64 (Graviton) types cannot run the worker image or the stack's AMI, both x86_64; choose an x86_64 type such as c7i, m7i or g5."
+  }
 }
 
 variable "spot_max_price" {
