@@ -28,7 +28,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +185,11 @@ def run_job(
                 outcome = controller.run()
             finally:  # the job's instances are confirmed gone (or a kill left them to their lifetime)
                 _delete_role(roles, spec.job_id)
+            failures = {
+                s: f"{why}; its log ends: {tail.reasons[s]}" if s in tail.reasons else why
+                for s, why in outcome.failures.items()
+            }
+            outcome = replace(outcome, failures=failures)
         merge = None
         if outcome.succeeded:
             input_store = S3Store(cloud.bucket, "", client=cloud.s3)

@@ -1,8 +1,11 @@
-"""The last lines a worker wrote, from the stack's CloudWatch Logs group, for an attempt that did not finish.
+"""The last lines of an attempt that did not finish, from the stack's CloudWatch Logs group.
 
-Each attempt logs to the stream `<job>/<segment>/<instance id>` (the boot script's awslogs options). When
-an attempt ends failed, lost or terminated, the coordinator's log gets the stream's last lines, so that the
-reason a worker died is in front of whoever reads the run, not only in the console.
+Each attempt logs to two streams: the worker's `<job>/<segment>/<instance id>` (the boot script's awslogs
+options) and the boot script's own `<job>/<segment>/<instance id>/boot`, shipped when the script ends (what
+went wrong before the worker ran: the package install, the registry, the pull). When an attempt ends failed,
+lost, crashed or terminated, the coordinator's log gets the worker's last lines, then the boot script's, so
+that the reason a machine died is in front of whoever reads the run, not only in the console;
+`reasons[segment]` keeps the last line that says it.
 
 Usage::
 
@@ -29,33 +32,43 @@ def stream_of(job_id: str, attempt: ActiveAttempt) -> str:
 class WorkerLogTail:
     def __init__(self, logs: Any, group: str, *, job_id: str, lines: int = LINES) -> None:
         self.logs, self.group, self.job_id, self.lines = logs, group, job_id, lines
+        self.reasons: dict[str, str] = {}  # segment -> the last line of its last attempt that ended badly
 
-    def last_lines(self, attempt: ActiveAttempt) -> list[str]:
-        """The stream's last lines (none if the worker never started, or the logs cannot be read)."""
+    def last_lines(self, stream: str) -> list[str]:
+        """The stream's last lines (none if it was never written, or the logs cannot be read)."""
         try:
             events = self.logs.get_log_events(
-                logGroupName=self.group,
-                logStreamName=stream_of(self.job_id, attempt),
-                limit=self.lines,
-                startFromHead=False,
+                logGroupName=self.group, logStreamName=stream, limit=self.lines, startFromHead=False
             )["events"]
         except Exception as error:  # no stream yet, no permission: the end is logged without the lines
-            log.debug("log of %s not read: %s", attempt.attempt_id, error)
+            log.debug("log %s not read: %s", stream, error)
             return []
         return [str(event["message"]).rstrip() for event in events]
 
     def attempt_ended(self, attempt: ActiveAttempt, end_reason: str) -> None:
         if end_reason in QUIET_ENDS:
             return
-        lines = self.last_lines(attempt)
-        where = f"{self.group} {stream_of(self.job_id, attempt)}"
-        if lines:
+        worker = stream_of(self.job_id, attempt)
+        found = [(stream, self.last_lines(stream)) for stream in (worker, f"{worker}/boot")]
+        told = [(stream, lines) for stream, lines in found if lines]
+        if not told:
             log.warning(
-                "%s ended %s; the last lines of its log (%s):\n  %s",
+                "%s ended %s; its logs (%s %s, and /boot) have no lines",
                 attempt.attempt_id,
                 end_reason,
-                where,
+                self.group,
+                worker,
+            )
+            return
+        for stream, lines in told:
+            what = "boot script" if stream.endswith("/boot") else "worker"
+            log.warning(
+                "%s ended %s; the last lines of its %s's log (%s %s):\n  %s",
+                attempt.attempt_id,
+                end_reason,
+                what,
+                self.group,
+                stream,
                 "\n  ".join(lines),
             )
-        else:
-            log.warning("%s ended %s; its log (%s) has no lines", attempt.attempt_id, end_reason, where)
+        self.reasons[attempt.segment_id] = next(line for line in reversed(told[0][1]) if line.strip())

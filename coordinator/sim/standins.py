@@ -1,4 +1,4 @@
-"""Simulator only: `docker`, `shutdown` and `dnf` for a simulated instance, first on its boot script's PATH.
+"""Simulator only: `docker`, `shutdown`, `dnf` and `systemctl` for a simulated instance, first on its PATH.
 
 A real worker instance has Docker, systemd's shutdown and dnf; this machine has no Docker engine and must
 not power itself off. The boot script Terraform rendered runs unchanged under bash, and these small
@@ -13,6 +13,7 @@ programs answer its calls by asking the simulator's host agent (`host_agent.py`,
                                  --log-opt are honoured (awslogs ships the output to CloudWatch Logs)
     shutdown -h +MINUTES|now     power the machine off then (which terminates the instance); -c cancels
     dnf install ...              nothing: the package is what the AMI would have installed
+    systemctl start docker       nothing: the daemon (the host agent) is up
 
 Only the standard library is imported: a stand-in starts in milliseconds, as the real programs do.
 
@@ -34,7 +35,7 @@ from typing import Any
 
 SOCKET_ENV = "SPOTBATCH_SIM_SOCKET"
 MACHINE_ENV = "SPOTBATCH_SIM_MACHINE"
-PROGRAMS = ("docker", "shutdown", "dnf")
+PROGRAMS = ("docker", "shutdown", "dnf", "systemctl")
 DOCKER_EXIT_ERROR = 125  # docker's own code for "the daemon could not run the container"
 FLAGS_WITH_VALUE = {"--network", "--gpus", "--log-driver", "--log-opt", "-e", "--env", "--name"}
 FLAGS_ALONE = {"--rm", "-d", "--detach", "-i", "-t"}
@@ -129,6 +130,14 @@ def shutdown(args: list[str]) -> int:
     return 0
 
 
+def systemctl(args: list[str]) -> int:
+    """`systemctl start [--no-block] docker`: the daemon is the host agent (or podman), up already."""
+    units = [a for a in args[1:] if not a.startswith("-")]
+    if args[:1] != ["start"] or units != ["docker"]:
+        raise StandinError(f"systemctl {' '.join(args)}: the simulator's stand-in only starts docker")
+    return 0
+
+
 def dnf(args: list[str]) -> int:
     if not args or args[0] != "install":
         raise StandinError(f"dnf {' '.join(args[:1])}: the simulator's stand-in only installs")
@@ -158,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     program, args = argv[0], argv[1:]
     try:
-        return {"docker": docker, "shutdown": shutdown, "dnf": dnf}[program](args)
+        return {"docker": docker, "shutdown": shutdown, "dnf": dnf, "systemctl": systemctl}[program](args)
     except (StandinError, OSError, json.JSONDecodeError) as error:
         print(f"{program}: {error}", file=sys.stderr)
         return DOCKER_EXIT_ERROR if program == "docker" else 1

@@ -108,9 +108,14 @@ def test_the_templates_carry_the_rendered_boot_script(deployed_stack: Infrastruc
             0
         ]
         script = base64.b64decode(data["LaunchTemplateData"]["UserData"]).decode()
-        commands = [line for line in script.splitlines() if line and not line.startswith("#")]
+        # the script's own commands, not the lines of the functions it defines (indented)
+        commands = [line for line in script.splitlines() if line and not line.startswith(("#", " "))]
         assert commands[0] == lifetime  # armed before any other call
-        assert commands[1].startswith("trap 'shutdown -h now")  # however the script ends, the machine stops
+        trap = next(i for i, c in enumerate(commands) if c.startswith("trap "))
+        assert "shutdown -h now" in commands[trap]  # however the script ends, the machine stops...
+        calls = ("token=$(curl", "dnf ", "docker ", "systemctl ")
+        first_call = next(i for i, c in enumerate(commands) if c.startswith(calls))
+        assert trap < first_call  # ...armed before anything that can fail (its log shipped on the way)
         assert f'docker pull "{deployed_stack.outputs["worker_image"]}"' in script
         assert f"awslogs-group={stack.log_group}" in script and f"s3://{stack.bucket}/jobs/$job" in script
         assert "--gpus all" not in script  # a CPU type: the CPU image, no GPUs asked for

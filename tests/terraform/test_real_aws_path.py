@@ -315,6 +315,10 @@ def test_apply_push_run_destroy_as_a_real_user_would(
     ]
     workers = [s["logStreamName"] for s in streams if not s["logStreamName"].endswith("/boot")]
     assert len(workers) == 3  # two spot attempts and the on-demand one, each its own stream
+    boots = [s["logStreamName"] for s in streams if s["logStreamName"].endswith("/boot")]
+    assert sorted(boots) == sorted(
+        f"{w}/boot" for w in workers
+    )  # each boot script's own output, signed by curl
     lines = [
         e["message"]
         for name in workers

@@ -14,6 +14,8 @@ locals {
     metrics_namespace = var.metrics_namespace
     gpu               = var.gpu
     lifetime_minutes  = ceil(var.max_lifetime_seconds / 60)
+    # the ECS-optimized AMI's daemon is up within seconds of boot; two minutes is a broken one
+    docker_wait_seconds = 120
   })
 }
 
