@@ -24,14 +24,8 @@ Usage::
 from __future__ import annotations
 
 from coordinator.stack.iam_documents import StackArns, Statement
+from coordinator.stack.key_permissions import bucket_key, volume_key
 from coordinator.stack.outputs import StackOutputs
-
-
-def _kms(arns: StackArns, why: str) -> list[Statement]:
-    if arns.kms_key_arn is None:
-        return []
-    actions = (("kms:GenerateDataKey", f"{why}: write"), ("kms:Decrypt", f"{why}: read"))
-    return [Statement("UseTheStackKey", actions, (arns.kms_key_arn,))]
 
 
 def coordinator_policy(arns: StackArns) -> list[Statement]:
@@ -40,7 +34,8 @@ def coordinator_policy(arns: StackArns) -> list[Statement]:
         *_job_role_statements(arns),
         *_data_and_observation_statements(arns),
         *_events_statements(arns),
-        *_kms(arns, "the bucket's objects"),
+        *bucket_key(arns, "the bucket's objects"),
+        *volume_key(arns),
     ]
 
 
@@ -253,7 +248,7 @@ def worker_job_policy(arns: StackArns, job_id: str) -> list[Statement]:
             ("*",),
             {"StringEquals": {"cloudwatch:namespace": arns.metrics_namespace}},
         ),
-        *_kms(arns, "the bucket's objects and the image"),
+        *bucket_key(arns, "the bucket's objects and the image"),
     ]
 
 

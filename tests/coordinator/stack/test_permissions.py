@@ -72,3 +72,26 @@ def test_moto_gets_the_same_actions_with_resources_it_can_match() -> None:
 def test_policy_command_writes_the_docs(tmp_path: Path, capsys: object) -> None:
     assert main(["policy", "--write-docs", str(tmp_path)]) == 0
     assert {p.name for p in tmp_path.iterdir()} == set(docs_files())
+
+
+def test_a_customer_key_lets_the_coordinator_launch_encrypted_volumes() -> None:
+    """With the stack's key on the root volumes, RunInstances needs EC2 to use the key on the caller's
+    behalf (AWS's "key policy for use with encrypted volumes"): a grant for the volume, a data key without
+    plaintext, re-encryption and the key's description; without them launches end Client.InternalError."""
+    keyed = coordinator_policy(replace(placeholder_arns(), kms_key_arn=KEY))
+    ebs = next(s for s in keyed if s.sid == "LaunchWithTheStackKey")
+    assert sorted(a for a, _ in ebs.actions) == [
+        "kms:DescribeKey",
+        "kms:GenerateDataKeyWithoutPlaintext",
+        "kms:ReEncryptFrom",
+        "kms:ReEncryptTo",
+    ]
+    assert ebs.resources == (KEY,)
+    assert ebs.condition == {"StringEquals": {"kms:ViaService": "ec2.REGION.amazonaws.com"}}
+    grant = next(s for s in keyed if s.sid == "GrantTheKeyOnlyToVolumes")
+    assert [a for a, _ in grant.actions] == ["kms:CreateGrant"]
+    assert grant.condition == {
+        "Bool": {"kms:GrantIsForAWSResource": "true"},
+        "StringEquals": {"kms:ViaService": "ec2.REGION.amazonaws.com"},
+    }
+    assert not [s for s in coordinator_policy(placeholder_arns()) if "Key" in s.sid]  # no key, no statement
