@@ -100,7 +100,7 @@ def preflight_for_apply(
     results = preflight.apply_overrides(
         results, preflight.parse_overrides(args.override), preflight_log_path()
     )
-    print(preflight.format_results(results))
+    print(preflight.format_results(results, target.describe))
     preflight.require_preflight(results)
 
 

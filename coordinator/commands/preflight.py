@@ -82,7 +82,7 @@ def preflight_command(args: argparse.Namespace) -> int:
         )
     )
     results = preflight.apply_overrides(results, preflight.parse_overrides(args.override), log_path)
-    print(preflight.format_results(results))
+    print(preflight.format_results(results, target.describe))
     record = {
         "ts": datetime.now(UTC).isoformat(),
         "job_id": args.job_id,

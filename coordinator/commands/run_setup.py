@@ -122,7 +122,7 @@ def preflight_for_run(
     )
     overrides = preflight.parse_overrides(args.override)
     results = preflight.apply_overrides(results, overrides, preflight_log_path())
-    print(preflight.format_results(results))
+    print(preflight.format_results(results, cloud.target.describe))
     preflight.require_preflight(results)
 
 

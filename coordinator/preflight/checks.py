@@ -234,9 +234,10 @@ def require_preflight(results: list[CheckResult]) -> None:
         )
 
 
-def format_results(results: list[CheckResult]) -> str:
+def format_results(results: list[CheckResult], target: str = "") -> str:
+    """One line per check; `target` (`AwsTarget.describe`: AWS, an endpoint, an emulator) heads them."""
     width = max(len(r.name) for r in results)
-    lines = []
+    lines = [f"pre-flight against {target}:"] if target else []
     for r in results:
         extra = f" [override: {r.overridden}]" if r.overridden else ""
         lines.append(f"{r.status:<10} {r.name:<{width}}  {r.reason}{extra}")

@@ -18,7 +18,6 @@ Usage::
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +26,7 @@ from urllib3.exceptions import LocationParseError
 from urllib3.util import parse_url
 
 from coordinator.errors import ConfigError, EmulatorError
+from coordinator.stack.endpoint_rules import aws_endpoint_from_environment, is_loopback
 from coordinator.stack.timestamps import use_fast_timestamps
 
 EMULATOR_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
@@ -75,12 +75,7 @@ def require_loopback(endpoint: str) -> str:
         raise refused
     if url.path not in (None, "", "/"):
         raise refused
-    host = (url.host or "").strip("[]")
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    if not is_loopback(url.host or ""):
         raise refused
     return endpoint.rstrip("/")
 
@@ -118,6 +113,9 @@ class AwsTarget:
 
     @classmethod
     def real(cls, region_flag: str | None = None) -> AwsTarget:
+        """AWS through the credential chain; an `$AWS_ENDPOINT_URL*` there is checked first (HTTPS, or this
+        machine: `endpoint_rules.py`), since botocore sends the real credentials to it."""
+        aws_endpoint_from_environment()
         return cls(resolve_region(region_flag))
 
     @classmethod
@@ -175,7 +173,11 @@ class AwsTarget:
 
     @property
     def describe(self) -> str:
-        return f"emulator at {self.endpoint} ({self.region})" if self.endpoint else f"AWS {self.region}"
+        """What the commands talk to: the emulator, the endpoint the environment names, or AWS."""
+        if self.endpoint:
+            return f"emulator at {self.endpoint} ({self.region})"
+        named = aws_endpoint_from_environment()
+        return f"endpoint {named} ({self.region})" if named else f"AWS {self.region}"
 
     def client(self, service: str, *, max_attempts: int = MAX_ATTEMPTS, **config: Any) -> Any:
         """A client of `service` on this target: adaptive retries; path-style S3 only on an emulator."""

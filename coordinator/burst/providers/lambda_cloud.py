@@ -56,6 +56,7 @@ from coordinator.errors import (
     ProviderQuotaExceeded,
     RateLimited,
 )
+from coordinator.stack.endpoint_rules import check_credential_endpoint
 
 API_URL = "https://cloud.lambda.ai/api/v1"
 API_KEY_ENV = "LAMBDA_API_KEY"
@@ -91,7 +92,9 @@ class LambdaCloud:
         if not key:
             raise ProviderError(f"no Lambda Cloud API key: set {API_KEY_ENV} (it is never written anywhere)")
         self.__key = key
-        self.base_url = (base_url or os.environ.get(API_URL_ENV) or API_URL).rstrip("/")
+        # the key is a bearer token: only over HTTPS, or to the stand-in on this machine (endpoint_rules.py)
+        named = f"${API_URL_ENV}" if not base_url and os.environ.get(API_URL_ENV) else "the Lambda API URL"
+        self.base_url = check_credential_endpoint(base_url or os.environ.get(API_URL_ENV) or API_URL, named)
         self.session = session or requests.Session()
         self.sleep = sleep
         self.max_attempts = max_attempts

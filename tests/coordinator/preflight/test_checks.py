@@ -194,3 +194,13 @@ def test_the_teardown_probe_dry_runs_an_instance_of_the_project_when_there_is_on
     assert not refused.passed
     assert "ec2:TerminateInstances" in refused.reason and "i-0bbb" in refused.reason
     assert "Encoded authorization failure message" not in refused.reason  # one line, not AWS's blob
+
+
+def test_the_preflight_names_what_it_checked_against(monkeypatch: pytest.MonkeyPatch) -> None:
+    from coordinator.stack.target import AwsTarget
+
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "https://aws-gateway.example.com")
+    results = [preflight.CheckResult("budget-headroom", True, "remaining $5.00")]
+    text = preflight.format_results(results, AwsTarget.real().describe)
+    assert text.splitlines()[0] == "pre-flight against endpoint https://aws-gateway.example.com (eu-west-1):"

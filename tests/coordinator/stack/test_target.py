@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import EmulatorError
+from coordinator.errors import ConfigError, EmulatorError
 from coordinator.stack.target import EMULATOR_CREDENTIALS, AwsTarget
 
 
@@ -68,3 +68,30 @@ def test_an_accepted_endpoint_is_the_loopback_host_botocore_connects_to(endpoint
     client = AwsTarget.chosen("us-east-1", endpoint).client("s3")
     host = (parse_url(client.meta.endpoint_url).host or "").strip("[]")
     assert host in ("127.0.0.1", "localhost", "::1")
+
+
+@pytest.mark.parametrize(
+    "variable", ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_EC2", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_STS"]
+)
+def test_credentials_are_never_sent_in_clear_to_another_host(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """botocore follows $AWS_ENDPOINT_URL (and the per-service ones) with the real keys and session token:
+    plain HTTP to a host that is not this machine is refused before any client is made."""
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv(variable, "http://aws.example.internal:4566")
+    with pytest.raises(ConfigError, match=rf"\${variable}=http://aws.example.internal:4566: plain HTTP"):
+        AwsTarget.real()
+
+
+def test_an_https_or_loopback_endpoint_is_honoured_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    assert AwsTarget.real().describe == "AWS us-east-1"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "https://gateway.example.com")
+    assert AwsTarget.real().describe == "endpoint https://gateway.example.com (us-east-1)"  # not "AWS"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5000")
+    assert AwsTarget.real().describe == "endpoint http://127.0.0.1:5000 (us-east-1)"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "https://user:secret@gateway.example.com")
+    with pytest.raises(ConfigError, match="user information"):
+        AwsTarget.real()

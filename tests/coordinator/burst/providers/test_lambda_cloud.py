@@ -8,6 +8,7 @@ import pytest
 
 from coordinator.burst.providers.lambda_cloud import LambdaCloud
 from coordinator.errors import (
+    ConfigError,
     LaunchUnconfirmed,
     NoCapacity,
     ProviderError,
@@ -74,3 +75,27 @@ def test_a_launch_that_errors_after_creating_is_unconfirmed(
             name="spotbatch-burst-b",
         )
     assert [i.name for i in cloud.instances()] == ["spotbatch-burst-b"]  # it exists: found by name
+
+
+@pytest.mark.parametrize(
+    "url", ["http://lambda.example.com/api/v1", "http://10.0.0.5:8080/api/v1", "ftp://x/api"]
+)
+def test_the_api_key_goes_only_over_https_or_to_this_machine(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key is a bearer token that can launch, list and terminate GPU machines: never in clear text to
+    another host, whether the URL comes from $LAMBDA_API_URL or the constructor."""
+    monkeypatch.setenv("LAMBDA_API_URL", url)
+    with pytest.raises(ConfigError, match="LAMBDA_API_URL"):
+        LambdaCloud(api_key="secret-key")
+    monkeypatch.delenv("LAMBDA_API_URL")
+    with pytest.raises(ConfigError):
+        LambdaCloud(api_key="secret-key", base_url=url)
+
+
+def test_https_and_the_local_stand_in_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LAMBDA_API_URL", raising=False)
+    assert LambdaCloud(api_key="k").base_url == "https://cloud.lambda.ai/api/v1"
+    assert (
+        LambdaCloud(api_key="k", base_url="http://127.0.0.1:9/api/v1").base_url == "http://127.0.0.1:9/api/v1"
+    )
