@@ -9,7 +9,7 @@ SPOTBATCH := $(BIN)/spotbatch
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS := 1
 
-.PHONY: setup ssh-tools container-tools data model simulate whatif burst burst-down report report-check test check lint typecheck tf-fmt checkov bench infra apply-real image image-push run-real destroy-real prices py312 clean
+.PHONY: setup ssh-tools container-tools data model simulate whatif burst burst-down report report-check test check lint typecheck tf-fmt checkov parliament bench infra apply-real image image-push run-real destroy-real prices py312 clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -86,7 +86,15 @@ $(CHECKOV):  # its own venv: checkov ships a module named hcl2 that clashes with
 checkov: $(CHECKOV)  ## static security checks of terraform/, offline; skips are argued in #checkov:skip comments
 	$(CHECKOV) -d terraform --framework terraform --skip-download --compact --quiet
 
-check: lint typecheck tf-fmt checkov  ## ruff + mypy + terraform fmt + checkov
+PARLIAMENT := .cache/parliament-venv/bin/python
+$(PARLIAMENT):  # its own venv, as checkov's: the audit's dependencies stay out of the project's
+	$(PYTHON) -m venv .cache/parliament-venv
+	.cache/parliament-venv/bin/pip install --quiet 'parliament~=1.6'
+
+parliament: setup $(PARLIAMENT)  ## the IAM documents against AWS's definitions of actions, resources, condition keys
+	$(BIN)/python -m coordinator.stack.policy_audit --parliament-python $(PARLIAMENT)
+
+check: lint typecheck tf-fmt checkov parliament  ## ruff + mypy + terraform fmt + checkov + parliament
 
 infra: setup  ## embedded AWS: moto server up, emulator stack applied and printed, destroyed, emulator stopped
 	$(SPOTBATCH) infra up

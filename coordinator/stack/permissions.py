@@ -122,7 +122,7 @@ def _job_role_statements(arns: StackArns) -> list[Statement]:
                 ("iam:PutRolePolicy", "the job role's inline policy (its own jobs/<job>/ prefix)"),
             ),
             (arns.roles(),),
-            {"StringEquals": {"iam:PermissionsBoundary": arns.boundary_arn}},
+            {"ArnEquals": {"iam:PermissionsBoundary": arns.boundary_arn}},  # an ARN-typed key
         ),
         Statement(
             "ManageJobRoles",
