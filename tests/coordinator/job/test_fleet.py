@@ -22,7 +22,7 @@ from coordinator.errors import (
 )
 from coordinator.job.fleet import Fleet
 from coordinator.job.launch_contract import LaunchRequest
-from tests.aws_errors import ERRORS
+from tests.aws_errors import ERRORS, queue_error
 
 
 @pytest.fixture
@@ -346,3 +346,30 @@ def test_a_refused_teardown_stops_the_job_naming_the_instance_it_cannot_end(ec2:
         fleet.launch(request())
     assert fleet.alive("job-1") == [refused.value.instance_id]
     assert refused.value.action == "ec2:TerminateInstances" and "powers itself off" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("recorded", "reaction", "named"),
+    [
+        ("insufficient-capacity", CapacityError, "no capacity for spot in any pool"),  # each zone asked
+        ("spot-max-price-too-low", CapacityError, "SpotMaxPriceTooLow"),
+        ("vcpu-limit-exceeded", QuotaExceeded, "--segments"),
+        ("request-limit-exceeded", ThrottledError, "RequestLimitExceeded"),
+        ("run-unauthorized-encoded", PermissionDenied, "may not call ec2:RunInstances"),
+    ],
+)
+def test_the_fleets_reaction_to_each_answer_moto_never_gives(
+    aws_credentials: None, recorded: str, reaction: type[Exception], named: str
+) -> None:
+    """AWS's recorded answers (tests/fixtures/aws-errors): capacity and price try every pool, then the
+    policy decides; a quota or a permission stops the job; throttling is made again later."""
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    subnets = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b"}
+    fleet = Fleet(ec2, templates={"spot": "lt-1"}, subnets=subnets, sleep=lambda s: None)
+    pools = len(subnets) if reaction is CapacityError else 1
+    with Stubber(ec2) as stub:
+        for _ in range(pools):
+            queue_error(stub, recorded)
+        with pytest.raises(reaction, match=named):
+            fleet.launch(request())
+        stub.assert_no_pending_responses()  # no other pool after a quota, a permission or throttling
