@@ -47,8 +47,11 @@ class HostAgent:
                         self.wfile.write(json.dumps(answer).encode() + b"\n")
                         self.wfile.flush()
 
+                line = self.rfile.readline()
+                if not line.strip():  # the caller died before it asked (its machine powered off): no call
+                    return
                 try:
-                    request = json.loads(self.rfile.readline())
+                    request = json.loads(line)
                     for answer in agent.dispatch(request, reply):
                         reply(answer)
                 except Exception as error:  # the stand-in prints it and fails, as docker would
