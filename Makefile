@@ -126,8 +126,9 @@ destroy-real: setup  ## AWS: destroy the stack (needs only its state); DELETE_DA
 prices: setup  ## regenerate coordinator/cost/prices.csv from the dated catalog [CATALOG=../shared/data/aws-prices/ec2-prices.csv]
 	$(BIN)/python -m coordinator.cost.catalog $(or $(CATALOG),../shared/data/aws-prices/ec2-prices.csv)
 
-bench: model  ## benchmarks: each prints a ratio against a baseline measured in the same run
+bench: model container-tools  ## benchmarks: each prints a ratio against a baseline measured in the same run
 	$(BIN)/python -m bench.worker_throughput
+	$(BIN)/python -m bench.container_boot
 	$(BIN)/python -m bench.recovery
 	$(BIN)/python -m bench.scale
 	$(BIN)/python -m bench.policies
