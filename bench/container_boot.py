@@ -35,10 +35,16 @@ MODES = ("fork", "exec", "container")
 
 
 def worker_args(data: str, out: str, model: str, rows: int, segment: str) -> list[str]:
-    return [
-        "--input", data, "--start", "0", "--stop", str(rows), "--segment-id", segment,
-        "--output-prefix", out, "--model", model, "--no-notice-poll", "--threads", "1",
-    ]  # fmt: skip
+    options = {
+        "--input": data,
+        "--start": "0",
+        "--stop": str(rows),
+        "--segment-id": segment,
+        "--output-prefix": out,
+        "--model": model,
+        "--threads": "1",
+    }
+    return [*(part for pair in options.items() for part in pair), "--no-notice-poll"]
 
 
 def boot_fork(launcher: WorkerLauncher, args: list[str], log: Path) -> float:

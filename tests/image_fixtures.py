@@ -83,6 +83,8 @@ def worker_image(podman_engine: Engine, clean_checkout: Path, onnx_tiny_model: P
     model_dir = clean_checkout / "build" / "models" / "minilm-sentiment"
     if not model_dir.exists():
         shutil.copytree(onnx_tiny_model, model_dir)
+        for path in [model_dir, *model_dir.rglob("*")]:  # private, as safetensors saves weights (0600)
+            path.chmod(0o700 if path.is_dir() else 0o600)
     env = {
         **os.environ,
         "SPOTBATCH_CONTAINER_ENGINE": "podman",

@@ -23,12 +23,14 @@ VARIANTS = ("cpu", "cuda")
 
 
 def copied_sources(variant: str) -> list[str]:
+    """What the variant takes from the context: COPY's sources and the bind mounts' (a RUN that copies)."""
+    text = DOCKERFILE.replace("${VARIANT}", variant)
     sources: list[str] = []
-    for line in DOCKERFILE.replace("${VARIANT}", variant).splitlines():
+    for line in text.splitlines():
         match = re.match(r"COPY (.+) \S+$", line.strip())
         if match:
-            sources += match.group(1).split()
-    return sources
+            sources += [word for word in match.group(1).split() if not word.startswith("--")]
+    return sources + re.findall(r"--mount=type=bind,source=([^,\s]+)", text)
 
 
 def build_context(engine: Engine, context: Path, tmp_path: Path) -> set[str]:
@@ -117,12 +119,13 @@ def test_worker_requirements_are_the_projects_pins_and_nothing_of_the_coordinato
 
 
 def test_the_simulated_image_has_the_dockerfile_environment_and_model_path() -> None:
-    from coordinator.sim.image import IMAGE_ENV, IMAGE_MODEL_DIR
+    from coordinator.build.worker_image import IMAGE_MODEL_DIR
+    from coordinator.sim.image import IMAGE_ENV
 
     block = DOCKERFILE.split("ENV ", 1)[1].split("\n\n", 1)[0]
     env = dict(re.findall(r"([A-Z_]+)=(\S+)", block))
     assert env == IMAGE_ENV
-    assert "/models/minilm-sentiment/" in DOCKERFILE and IMAGE_MODEL_DIR == "/models/minilm-sentiment"
+    assert f"cp -R /context/model {IMAGE_MODEL_DIR} " in DOCKERFILE
 
 
 def test_entrypoint_runs_the_worker_help() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -13,9 +14,17 @@ from tests.conftest import REPO
 def dry_run(*args: str) -> str:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    # the venv's stamp is up to date in any checkout that ran `make setup`; -n prints the commands only
+    # the venv's stamp is up to date in any checkout that ran `make setup`; -n prints the commands only.
+    # Under `make test` the outer make's MAKEFLAGS and MAKELEVEL would make this a sub-make, which prints
+    # "Leaving directory" last.
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}}
     result = subprocess.run(
-        ["make", "-n", "-W", ".venv/.installed", *args], cwd=REPO, capture_output=True, text=True, check=False
+        ["make", "--no-print-directory", "-n", "-W", ".venv/.installed", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout.strip().splitlines()[-1]

@@ -105,3 +105,20 @@ def test_an_image_for_another_platform_is_refused_before_any_push(
             verify_image(podman_engine, tag, variant="cpu", root=Path(__file__).resolve().parents[1])
     finally:
         podman_engine.call("rmi", tag)
+
+
+def test_an_image_whose_model_its_user_cannot_read_is_refused_before_any_push(
+    worker_image: WorkerImage, podman_engine: Engine, tmp_path: Path
+) -> None:
+    """What COPY of a model saved 0600 gives: the build and the pins pass, every worker would crash."""
+    (tmp_path / "Containerfile").write_text(
+        f"FROM {worker_image.tag}\nUSER root\nRUN chmod 0600 /models/minilm-sentiment/onnx/model.onnx\n"
+        "USER worker\n"
+    )
+    tag = f"localhost/spotbatch-private-model-probe:{uuid.uuid4().hex[:8]}"
+    podman_engine.call("build", *podman_engine.build_options, "-q", "-t", tag, str(tmp_path))
+    try:
+        with pytest.raises(InfraError, match=r"cannot read /models/minilm-sentiment/onnx/model\.onnx$"):
+            verify_image(podman_engine, tag, variant="cpu", root=worker_image.checkout)
+    finally:
+        podman_engine.call("rmi", tag)

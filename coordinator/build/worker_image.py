@@ -38,17 +38,24 @@ OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER = "application/vnd.oci.image.layer.v1.tar"  # uncompressed: as `save` writes them
 CHECK_TIMEOUT_SECONDS = 300.0  # importing the pins under emulation (an arm64 host) is slow
-# run inside the image: every pin's installed version, and whether it imports
-PINS_SCRIPT = """
-import importlib, importlib.metadata, json, sys
-found = {}
-for name in sys.argv[1:]:
+IMAGE_MODEL_DIR = "/models/minilm-sentiment"  # where the Dockerfile copies the model
+BACKENDS = {"cpu": ("onnx", "onnx-int8", "onnx-int8-checked"), "cuda": ("torch",)}  # what each variant runs
+# run inside the image, as its user: every pin's installed version and whether it imports; what under the
+# model folder that user cannot read; the backend the worker will choose there
+CHECK_SCRIPT = """
+import importlib, importlib.metadata, json, os, sys
+found, unreadable = {}, []
+for name in sys.argv[2:]:
     try:
         importlib.import_module(name.replace("-", "_"))
         found[name] = importlib.metadata.version(name)
     except Exception as error:
         found[name] = "error: " + type(error).__name__ + ": " + str(error)[:200]
-print(json.dumps(found))
+for top, folders, files in os.walk(sys.argv[1], onerror=lambda error: unreadable.append(error.filename)):
+    unreadable += [p for p in (os.path.join(top, f) for f in files) if not os.access(p, os.R_OK)]
+from inference.model import choose_backend
+backend = choose_backend(sys.argv[1]) if os.path.isdir(sys.argv[1]) else "no model folder"
+print(json.dumps({"versions": found, "unreadable": sorted(unreadable), "backend": backend}))
 """
 
 
@@ -103,8 +110,8 @@ def build_worker_image(
 def verify_image(
     engine: Engine, tag: str, *, variant: str, root: Path, started: float | None = None
 ) -> BuiltImage:
-    """The image's platform is linux/amd64 and every pin imports at an allowed version; `InfraError` naming
-    what is wrong otherwise."""
+    """The image's platform is linux/amd64, every pin imports at an allowed version, and its user can read the
+    whole model and would run it on the variant's backend; `InfraError` naming what is wrong otherwise."""
     fields = engine.call("image", "inspect", "--format", "{{.Architecture}} {{.Os}} {{.Id}} {{.Size}}", tag)
     architecture, system, image_id, size = fields.split()
     if (architecture, system) != (ARCHITECTURE, OS):
@@ -123,11 +130,14 @@ def verify_image(
         "python",
         tag,
         "-c",
-        PINS_SCRIPT,
+        CHECK_SCRIPT,
+        IMAGE_MODEL_DIR,
         *names,
         timeout=CHECK_TIMEOUT_SECONDS,
     )
-    versions: dict[str, str] = json.loads(output.strip().splitlines()[-1])
+    found = json.loads(output.strip().splitlines()[-1])
+    versions: dict[str, str] = found["versions"]
+    _check_model(tag, variant, found["unreadable"], found["backend"])
     problems = []
     for line, name in zip(wanted, names, strict=True):
         found = versions.get(name, "missing")
@@ -139,6 +149,18 @@ def verify_image(
     digest = image_id if image_id.startswith("sha256:") else f"sha256:{image_id}"
     seconds = time.monotonic() - started if started is not None else 0.0
     return BuiltImage(tag, variant, digest, int(size), versions, seconds)
+
+
+def _check_model(tag: str, variant: str, unreadable: list[str], backend: str) -> None:
+    if unreadable:
+        more = f" and {len(unreadable) - 3} more" if len(unreadable) > 3 else ""
+        shown = ", ".join(unreadable[:3]) + more
+        raise InfraError(f"{tag}: the worker's user cannot read {shown}")
+    if backend not in BACKENDS[variant]:
+        raise InfraError(
+            f"{tag}: the worker would run the model on {backend}, the {variant} image runs "
+            f"{' or '.join(BACKENDS[variant])} (a cpu image needs the model's ONNX exports: `make model`)"
+        )
 
 
 def registry_manifest(engine: Engine, tag: str) -> tuple[str, str]:

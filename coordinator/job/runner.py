@@ -185,11 +185,7 @@ def run_job(
                 outcome = controller.run()
             finally:  # the job's instances are confirmed gone (or a kill left them to their lifetime)
                 _delete_role(roles, spec.job_id)
-            failures = {
-                s: f"{why}; its log ends: {tail.reasons[s]}" if s in tail.reasons else why
-                for s, why in outcome.failures.items()
-            }
-            outcome = replace(outcome, failures=failures)
+            outcome = _with_log_reasons(outcome, tail)
         merge = None
         if outcome.succeeded:
             input_store = S3Store(cloud.bucket, "", client=cloud.s3)
@@ -204,6 +200,15 @@ def run_job(
         return RunResult(outcome, merge, ledger_path, run_dir)
     finally:
         state.close()
+
+
+def _with_log_reasons(outcome: JobOutcome, tail: WorkerLogTail) -> JobOutcome:
+    """Each failure with the last words of its worker's (or boot's) log, where CloudWatch has them."""
+    failures = {
+        s: f"{why}; its log ends: {tail.reasons[s]}" if s in tail.reasons else why
+        for s, why in outcome.failures.items()
+    }
+    return replace(outcome, failures=failures)
 
 
 def _fleet(

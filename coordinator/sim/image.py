@@ -20,8 +20,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-# Where the Dockerfile copies the model, and the image's ENV lines (a test holds both to docker/Dockerfile)
-IMAGE_MODEL_DIR = "/models/minilm-sentiment"
+from coordinator.build.worker_image import IMAGE_MODEL_DIR
+
+# The image's ENV lines (a test holds them, and the model's place, to docker/Dockerfile)
 IMAGE_ENV = {
     "PYTHONUNBUFFERED": "1",
     "PIP_NO_CACHE_DIR": "1",

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coordinator.build.worker_image import IMAGE_MODEL_DIR
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_ledger
 from coordinator.errors import SimulationError
@@ -33,7 +34,6 @@ from coordinator.policies.base import Market
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
 from coordinator.sim.forced import chain, forced_interrupter
-from coordinator.sim.image import IMAGE_MODEL_DIR
 from coordinator.sim.injector import InterruptionInjector, RandomInterruptions, TraceReplay
 from coordinator.sim.instance_runtime import InstanceRuntime
 from coordinator.sim.machine import PACE_ENV, MachineImage

@@ -56,8 +56,13 @@ def _home() -> Path:
 
 def _session() -> Any:
     """The instance role's session: no keys of our own, so botocore asks the metadata service at
-    `$AWS_EC2_METADATA_SERVICE_ENDPOINT` (and the emulator at `$AWS_ENDPOINT_URL`), as on EC2."""
+    `$AWS_EC2_METADATA_SERVICE_ENDPOINT` (and the emulator at `$AWS_ENDPOINT_URL`), as on EC2. The
+    credential helper's SDK asks the metadata service up to 3 times; botocore's default is once, for 1 s,
+    which a busy host misses ("Unable to locate credentials")."""
     import boto3
+
+    os.environ.setdefault("AWS_METADATA_SERVICE_NUM_ATTEMPTS", "3")
+    os.environ.setdefault("AWS_METADATA_SERVICE_TIMEOUT", "5")
 
     return boto3.session.Session()
 

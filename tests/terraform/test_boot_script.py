@@ -125,4 +125,6 @@ def test_a_boot_that_fails_before_the_worker_leaves_its_reason_in_cloudwatch(
     assert not any(c.startswith("docker run") for c in calls)
     lines = boot_stream(deployed_stack, machine["id"])
     assert any("pull access denied" in line for line in lines), lines
-    assert (tmp_path / "spotbatch-boot.log").read_text().count("pull access denied") == 1
+    assert sum(c.startswith("docker pull") for c in calls) == 3  # a refused pull is tried again twice
+    assert (tmp_path / "spotbatch-boot.log").read_text().count("pull access denied") == 3
+    assert any("spotbatch: the pull failed 3 times" in line for line in lines), lines

@@ -25,12 +25,12 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from coordinator.build.worker_image import IMAGE_MODEL_DIR
 from coordinator.cost.pricing import PriceTable
 from coordinator.job.clock import CloudClock
 from coordinator.job.instances import InstanceInfo, alive_ids, list_instances
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultRule
-from coordinator.sim.image import IMAGE_MODEL_DIR
 from coordinator.sim.instance_runtime import InstanceRuntime
 from coordinator.sim.machine import MachineImage
 from coordinator.sim.matrix import run_matrix

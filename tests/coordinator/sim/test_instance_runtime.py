@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
+from coordinator.build.worker_image import IMAGE_MODEL_DIR
 from coordinator.job.clock import CloudClock
 from coordinator.job.fleet import Fleet
 from coordinator.job.instances import list_instances
 from coordinator.job.launch_contract import LaunchRequest, tags_for
 from coordinator.job.roles import JobRoles
 from coordinator.sim.emulator_stack import Infrastructure
-from coordinator.sim.image import IMAGE_MODEL_DIR
 from coordinator.sim.instance_runtime import InstanceRuntime
 from coordinator.sim.machine import MachineImage, SimulatedInstance
 from coordinator.sim.matrix import upload_dataset
