@@ -29,6 +29,7 @@ from packaging.specifiers import SpecifierSet
 from coordinator.build.container_engine import Engine
 from coordinator.build.wheelhouse import fill_wheelhouse, name_of, requirements
 from coordinator.errors import ConfigError, InfraError
+from inference.model import BACKENDS as MODEL_BACKENDS
 
 LOCAL_NAME = "spotbatch-worker"
 MODEL_DIR = Path("build") / "models" / "minilm-sentiment"  # what the Dockerfile copies into the image
@@ -39,7 +40,8 @@ OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER = "application/vnd.oci.image.layer.v1.tar"  # uncompressed: as `save` writes them
 CHECK_TIMEOUT_SECONDS = 300.0  # importing the pins under emulation (an arm64 host) is slow
 IMAGE_MODEL_DIR = "/models/minilm-sentiment"  # where the Dockerfile copies the model
-BACKENDS = {"cpu": ("onnx", "onnx-int8", "onnx-int8-checked"), "cuda": ("torch",)}  # what each variant runs
+# what each variant runs: the cpu image ONNX Runtime (any of the model's exports), the cuda image torch
+VARIANT_BACKENDS = {"cpu": tuple(b for b in MODEL_BACKENDS if b.startswith("onnx")), "cuda": ("torch",)}
 # run inside the image, as its user: every pin's installed version and whether it imports; what under the
 # model folder that user cannot read; the backend the worker will choose there
 CHECK_SCRIPT = """
@@ -135,9 +137,9 @@ def verify_image(
         *names,
         timeout=CHECK_TIMEOUT_SECONDS,
     )
-    found = json.loads(output.strip().splitlines()[-1])
-    versions: dict[str, str] = found["versions"]
-    _check_model(tag, variant, found["unreadable"], found["backend"])
+    report = json.loads(output.strip().splitlines()[-1])
+    versions: dict[str, str] = report["versions"]
+    _check_model(tag, variant, report["unreadable"], report["backend"])
     problems = []
     for line, name in zip(wanted, names, strict=True):
         found = versions.get(name, "missing")
@@ -156,10 +158,11 @@ def _check_model(tag: str, variant: str, unreadable: list[str], backend: str) ->
         more = f" and {len(unreadable) - 3} more" if len(unreadable) > 3 else ""
         shown = ", ".join(unreadable[:3]) + more
         raise InfraError(f"{tag}: the worker's user cannot read {shown}")
-    if backend not in BACKENDS[variant]:
+    runs = VARIANT_BACKENDS[variant]
+    if backend not in runs:
         raise InfraError(
             f"{tag}: the worker would run the model on {backend}, the {variant} image runs "
-            f"{' or '.join(BACKENDS[variant])} (a cpu image needs the model's ONNX exports: `make model`)"
+            f"{' or '.join(runs)} (a cpu image needs the model's ONNX exports: `make model`)"
         )
 
 
