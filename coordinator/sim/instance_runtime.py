@@ -238,6 +238,10 @@ class InstanceRuntime:
         return self.daemon
 
     def shutdown(self, machine: str, minutes: float | None) -> None:
+        with self.lock:
+            known = self.instances.get(machine)
+        if known is not None and known.gone:  # asked while powering off (the boot script's EXIT trap)
+            return
         instance = self._machine(machine)
         if minutes is not None:
             instance.shutdowns.append(minutes)

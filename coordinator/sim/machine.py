@@ -90,8 +90,9 @@ class SimulatedInstance:
 
 
 def stop_processes(instance: SimulatedInstance, *, hard: bool, grace: float) -> None:
-    """A machine powered off: its worker gets SIGKILL (`hard`) or SIGTERM then SIGKILL after `grace`; its
-    boot script's process group is killed."""
+    """A machine powered off: its worker gets SIGKILL (`hard`) or SIGTERM then SIGKILL after `grace`; then
+    its boot script's process group: SIGKILL (`hard`), or SIGTERM and SIGKILL after `grace` (an OS shutdown
+    lets the script's EXIT trap and the shim's log shipping finish, as systemd lets Docker flush awslogs)."""
     if instance.power_off is not None:
         instance.power_off.cancel()
     worker = instance.worker
@@ -103,10 +104,17 @@ def stop_processes(instance: SimulatedInstance, *, hard: bool, grace: float) -> 
             instance.killed = "SIGKILL"
         code = worker.wait(grace)
         instance.exit_code = code if code is not None else -9
-    if instance.script is not None and instance.script.poll() is None:
+    script = instance.script
+    if script is None or script.poll() is not None:
+        return
+    if not hard:  # an OS shutdown: the boot script and the docker daemon finish (logs shipped), then KILL
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(instance.script.pid, signal.SIGKILL)
-        instance.script.wait(grace)
+            os.killpg(script.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            script.wait(grace)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(script.pid, signal.SIGKILL)
+    script.wait(grace)
 
 
 def script_env(

@@ -1,0 +1,42 @@
+"""A simulated machine's power-off, with real processes: an OS shutdown lets the boot script's EXIT trap
+and its children finish their last writes (the shim's final log ship); a hard stop does not."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from coordinator.sim.machine import SimulatedInstance, stop_processes
+
+# The boot script's last act, as the real one's EXIT trap and the docker shim's final ship: a write that
+# happens only after SIGTERM, and takes a moment.
+SCRIPT = """
+trap 'sleep 0.3; echo shipped > "$1"; exit 0' TERM
+echo up > "$1.up"
+while :; do sleep 0.05; done
+"""
+
+
+def _boot(tmp_path: Path) -> tuple[SimulatedInstance, Path]:
+    mark = tmp_path / "last-write"
+    script = subprocess.Popen(["bash", "-c", SCRIPT, "boot", str(mark)], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while not Path(f"{mark}.up").exists():
+        assert time.monotonic() < deadline, "the boot script never started"
+        time.sleep(0.02)
+    instance = SimulatedInstance(instance_id="i-0power", tags={}, booted_at=time.time(), role=None)
+    instance.script = script
+    return instance, mark
+
+
+@pytest.mark.parametrize(("hard", "shipped"), [(False, True), (True, False)])
+def test_power_off_lets_the_boot_script_finish_only_when_soft(
+    tmp_path: Path, hard: bool, shipped: bool
+) -> None:
+    instance, mark = _boot(tmp_path)
+    stop_processes(instance, hard=hard, grace=5.0)
+    assert instance.script is not None and instance.script.poll() is not None
+    assert mark.exists() is shipped
