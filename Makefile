@@ -9,7 +9,7 @@ SPOTBATCH := $(BIN)/spotbatch
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS := 1
 
-.PHONY: setup ssh-tools container-tools data model simulate whatif burst burst-down report report-check test check lint typecheck tf-fmt checkov parliament bench infra apply-real image image-push run-real destroy-real prices py312 clean
+.PHONY: setup ssh-tools container-tools data model simulate whatif burst burst-down report report-check test test-fast check lint typecheck tf-fmt checkov parliament bench infra apply-real image image-push run-real destroy-real prices py312 clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,9 @@ container-tools:  ## podman, runc and debootstrap: build and run the worker imag
 
 test: setup ssh-tools container-tools  ## every test, slow end-to-end ones included (TEST_WORKERS processes, default 2)
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
+
+test-fast: setup  ## the tests not marked slow: no moto, Terraform, worker process, container or browser (tests/speed.py)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 
 py312:  ## install into a Python 3.12 venv (.venv312; PYTHON312=<interpreter>) and run the CLI and the fast tests there
 	$(or $(PYTHON312),python3.12) -m venv .venv312

@@ -16,7 +16,7 @@ from inference.dataset import write_dataset
 if TYPE_CHECKING:
     from coordinator.sim.emulator_stack import Infrastructure
 
-pytest_plugins = ["tests.image_fixtures"]  # podman, a clean checkout, the real worker image
+pytest_plugins = ["tests.image_fixtures", "tests.speed"]  # the real worker image; tests by speed
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"

@@ -160,6 +160,7 @@ def test_the_onnx_worker_needs_neither_torch_nor_transformers(exported: Path) ->
     assert result.stdout.startswith(("onnx ", "onnx-int8 "))
 
 
+@pytest.mark.slow
 def test_a_worker_process_gives_the_same_output_on_torch_and_onnx(
     exported: Path, sentences_parquet: Path, tmp_path: Path
 ) -> None:
@@ -184,6 +185,7 @@ def test_the_gpu_precision_is_bf16_where_supported_else_fp16_and_none_on_a_cpu()
     assert autocast_dtype(torch.device("cpu")) is None
 
 
+@pytest.mark.slow
 def test_export_onnx_through_the_cli(tiny_model_dir: Path, sentences_parquet: Path, tmp_path: Path) -> None:
     model = tmp_path / "tiny-bert"
     shutil.copytree(tiny_model_dir, model)

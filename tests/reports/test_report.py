@@ -71,6 +71,18 @@ def ledger_totals(run_dir: Path) -> dict[str, float]:
     return next(line for line in lines if line["kind"] == "job")
 
 
+def model_verdict(costs: list[float], predicted: float) -> str | None:
+    """What the report must say of a model's cost, from the ledgers alone: it agrees within 5% of the
+    measured mean; it disagrees outside that and outside every run's cost (a bootstrap interval of the mean
+    lies within them); in between, the interval decides (None: either word)."""
+    mean = statistics.mean(costs)
+    if abs(predicted - mean) <= 0.05 * mean:
+        return "agrees"
+    if not min(costs) <= predicted <= max(costs):
+        return "DISAGREES"
+    return None
+
+
 def png_size(path: Path) -> tuple[int, int]:
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
@@ -108,7 +120,9 @@ def test_tables_match_the_ledgers_and_charts_are_sane(runs_folder: Path, tmp_pat
     section = report.split("## Measured against the model", 1)[1].split("\n## ", 1)[0]
     for config in RUNS:
         row = next(line for line in section.splitlines() if line.startswith(f"| {config} |"))
-        assert money(expected[config]["mean_cost_usd"]) in row and ("agrees" in row or "DISAGREES" in row)
+        predicted = expected[config]["mean_cost_usd"]
+        verdict = model_verdict(costs[config], predicted)
+        assert f"{money(predicted)} ({verdict})" in row if verdict else f"{money(predicted)} (" in row
     assert "## Expected savings from first principles" in report and "(the price ceiling)" in report
     met = json.loads((runs_folder / "deadline-01" / "run.json").read_text())["deadline_met"]
 

@@ -170,6 +170,7 @@ def pulled_images(log_dir: Path, instance_ids: list[str]) -> set[str]:
     return found
 
 
+@pytest.mark.timeout(900)  # the README walked: apply, two image builds and pushes, a job, destroy
 def test_apply_push_run_destroy_as_a_real_user_would(
     deployed_stack: Infrastructure,
     tmp_path: Path,

@@ -13,6 +13,7 @@ import pytest
 from coordinator.cost.ledger import read_ledger
 
 
+@pytest.mark.timeout(600)  # a quick matrix: seven jobs
 def test_simulate_quick_matrix_through_the_cli(
     terraform_ready: None, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
 ) -> None:

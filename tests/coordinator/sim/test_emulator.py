@@ -21,6 +21,7 @@ from coordinator.sim.emulator import MotoServer
 VISIBLE_SECONDS = 2.0
 
 
+@pytest.mark.slow
 def test_a_terminated_instance_is_described_for_its_visible_time_then_forgotten() -> None:
     with MotoServer(terminated_visible_seconds=VISIBLE_SECONDS) as aws:
         ec2 = aws.target().client("ec2")
@@ -46,6 +47,7 @@ def test_a_terminated_instance_is_described_for_its_visible_time_then_forgotten(
             ec2.describe_instances(InstanceIds=[ended])
 
 
+@pytest.mark.slow
 def test_the_next_start_stops_a_leftover_emulator_it_recorded(tmp_path: Path) -> None:
     pid_file = tmp_path / "moto.pid"
     leftover = MotoServer(pid_file=pid_file).start()  # as if its simulator had died without stopping it
@@ -57,6 +59,7 @@ def test_the_next_start_stops_a_leftover_emulator_it_recorded(tmp_path: Path) ->
         leftover.stop()
 
 
+@pytest.mark.slow
 def test_a_visible_time_that_is_not_positive_is_refused_in_one_line() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "coordinator.sim.moto_main", "--terminated-visible-seconds", "0"],
@@ -192,6 +195,7 @@ def test_a_launch_is_described_whole_or_not_at_all(monkeypatch: pytest.MonkeyPat
         assert all("IamInstanceProfile" in i for i in seen), "described mid-launch without its profile"
 
 
+@pytest.mark.slow
 def test_a_termination_says_why_and_is_told_to_eventbridge() -> None:
     """A reclaim ends the instance as EC2 says a spot reclaim does, a plain terminate as a user's; each
     termination reaches a state-change rule's queue, as EC2's events do."""
@@ -223,6 +227,7 @@ def test_a_termination_says_why_and_is_told_to_eventbridge() -> None:
         assert details == sorted([(reclaimed, "terminated"), (ended, "terminated")])
 
 
+@pytest.mark.slow
 def test_a_bucket_whose_objects_were_deleted_while_versioned_can_be_emptied_after() -> None:
     """Terraform's force_destroy suspends versioning, then deletes every version: moto failed on a key
     whose versions include a delete marker (a worker deletes parts a killed attempt wrote) with a 500,

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from coordinator.sim.lifeline import record_pid, stop_leftover
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -46,6 +48,7 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow
 def test_a_sigkilled_simulator_takes_its_emulator_scripts_and_workers_with_it(
     tmp_path: Path, tiny_model_dir: Path
 ) -> None:

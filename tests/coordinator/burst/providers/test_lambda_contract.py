@@ -154,8 +154,9 @@ def test_pacing_in_advance_meets_the_limits_without_a_429(standin: LambdaStandIn
     for name in ("a", "b", "c"):
         cloud.launch(instance_type="gpu_1x_a100_sxm4_80gb", region="us-east-1", ssh_key_name="k", name=name)
         cloud.instances()
+    # the stand-in refuses a launch that comes sooner than the limit by its own clock: none was refused, so
+    # the launches were spaced (how long the pace itself waited depends on how busy this host is)
     assert standin.throttled == 0 and cloud.retries == 0
-    assert cloud.pace.waited >= 2 * cloud.pace.launch_every * 0.9  # it waited before the 2nd and 3rd launch
     unpaced = LambdaCloud(
         api_key=API_KEY,
         base_url=standin.api_url,
