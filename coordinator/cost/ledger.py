@@ -24,11 +24,9 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 from coordinator.cost.billing import S3_PUT_USD, BillingRule, billed_seconds, cost_usd
 
-EndReason = Literal["done", "interrupted", "lost", "switched", "failed", "terminated", "failed-launch"]
 INTERRUPTED: frozenset[str] = frozenset({"interrupted", "lost"})
 ENDED_EARLY = INTERRUPTED | {
     "switched"

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from coordinator.cost.billing import billed_seconds, cost_usd
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.job_quotes import JobQuotes
-from coordinator.cost.pricing import ESTIMATE_MARGIN, PriceQuote
+from coordinator.cost.pricing import ESTIMATE_MARGIN, Market, PriceQuote
 from coordinator.errors import (
     AwsSetupError,
     BudgetGuardExceeded,
@@ -41,7 +41,7 @@ from coordinator.job.pools import Placement
 from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState, SegmentRow
 from coordinator.job.tracked import FINAL_BEATS, Tracked, attempt_label
-from coordinator.policies.base import Market, SegmentHistory
+from coordinator.policies.base import SegmentHistory
 from inference.checkpoint import load_checkpoint
 from inference.storage import ObjectStore
 

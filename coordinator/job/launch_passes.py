@@ -19,10 +19,11 @@ import statistics
 import time
 from typing import Protocol
 
+from coordinator.cost.pricing import Market
 from coordinator.job import state as states
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.state import SegmentRow
-from coordinator.policies.base import Cause, Market, beyond_retry
+from coordinator.policies.base import Cause, beyond_retry
 from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
 from coordinator.policies.recovery import RecoveryPolicy
 from inference.checkpoint import load_checkpoint

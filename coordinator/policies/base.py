@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Market = Literal["spot", "on-demand"]
+from coordinator.cost.pricing import Market
+
 Cause = Literal["interrupted", "failed-launch"]
 MAX_ON_DEMAND_LAUNCH_FAILURES = 3  # on-demand capacity errors are rare and short; past three, a human looks
 MAX_WORKER_CRASHES = 2  # a worker that died twice on one segment dies a third time: its log says why

@@ -44,8 +44,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coordinator.cost.pricing import Market
 from coordinator.errors import ConfigError
-from coordinator.policies.base import Market
 
 # uniform progress: on-demand to the end when less than this many changeovers remain
 SAFETY_NET_CHANGEOVERS = 2

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 
+from coordinator.cost.pricing import Market
 from coordinator.errors import ConfigError
-from coordinator.policies.base import Cause, Decision, Market, SegmentHistory, beyond_retry
+from coordinator.policies.base import Cause, Decision, SegmentHistory, beyond_retry
 
 
 class RecoveryPolicy:

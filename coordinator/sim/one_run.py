@@ -23,6 +23,7 @@ from typing import Any
 from coordinator.build.worker_image import IMAGE_MODEL_DIR
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_ledger
+from coordinator.cost.pricing import Market
 from coordinator.errors import SimulationError
 from coordinator.job.clock import CloudClock
 from coordinator.job.fleet import EC2_MAX_ATTEMPTS
@@ -30,7 +31,6 @@ from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_MARKET, WorkerTunin
 from coordinator.job.runner import CloudTarget, RunResult, run_job
 from coordinator.job.spec import JobSpec
 from coordinator.job.status import SegmentStatus
-from coordinator.policies.base import Market
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
 from coordinator.sim.forced import chain, forced_interrupter

@@ -38,7 +38,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from coordinator.policies.base import Market
+from coordinator.cost.pricing import Market
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ segment has no instance or runs on on-demand.
 
 from __future__ import annotations
 
-from coordinator.policies.base import Cause, Market, SegmentHistory
+from coordinator.cost.pricing import Market
+from coordinator.policies.base import Cause, SegmentHistory
 from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
 from coordinator.policies.recovery import RecoveryPolicy
 from coordinator.whatif.job import WhatIfJob

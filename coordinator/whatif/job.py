@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from coordinator.cost.pricing import Market
 from coordinator.errors import WhatIfError
-from coordinator.policies.base import Market
 
 MIN_BILLED_SECONDS = 60  # EC2 Linux: per second after the first minute
 

@@ -34,7 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.cost.billing import BillingRule, billed_seconds, cost_usd
-from coordinator.policies.base import Market, SegmentHistory
+from coordinator.cost.pricing import Market
+from coordinator.policies.base import SegmentHistory
 from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
 from coordinator.policies.recovery import RecoveryPolicy
 from coordinator.policies.registry import make_policy

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from coordinator.policies.base import Market
+from coordinator.cost.pricing import Market
 from coordinator.whatif.drivers import DeadlineDriver, RecoveryDriver
 from coordinator.whatif.job import MIN_BILLED_SECONDS
 from coordinator.whatif.segment import Segment

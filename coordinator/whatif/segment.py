@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.policies.base import Market
+from coordinator.cost.pricing import Market
 from coordinator.whatif.job import MIN_BILLED_SECONDS, Outcome, WhatIfJob
 
 
