@@ -6,12 +6,20 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 HOME_ENV = "SPOTBATCH_HOME"
 # the Terraform modules and stacks ship with the source tree, beside the packages
 REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout (an editable install)
 TERRAFORM_DIR = REPO_ROOT / "terraform"
+
+
+def checkout_first(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` with this checkout first on PYTHONPATH: a child's `python -m coordinator...` runs the code
+    of the tree that started it, not whichever copy the interpreter has installed."""
+    rest = environ.get("PYTHONPATH", "")
+    return {**environ, "PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{rest}" if rest else str(REPO_ROOT)}
 
 
 def project_home() -> Path:

@@ -26,6 +26,7 @@ from types import TracebackType
 import requests
 
 from coordinator.errors import EmulatorError
+from coordinator.paths import checkout_first
 from coordinator.sim.lifeline import popen_tied, record_pid, stop_leftover
 from coordinator.sim.moto_main import EC2_TERMINATED_VISIBLE_SECONDS
 from coordinator.stack.target import AwsTarget, require_loopback
@@ -91,7 +92,7 @@ class MotoServer:
         # its own session: a Ctrl-C at the terminal reaches us, and we stop it in order; and it dies with
         # us if we are killed outright
         try:
-            self.process = popen_tied(command, stdout=log, stderr=log)
+            self.process = popen_tied(command, stdout=log, stderr=log, env=checkout_first(os.environ))
             if self.pid_file is not None:
                 record_pid(self.pid_file, self.process.pid, " ".join(command[2:]))
         finally:

@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from coordinator.paths import checkout_first
 
 SOCKET_ENV = "SPOTBATCH_SIM_SOCKET"
 MACHINE_ENV = "SPOTBATCH_SIM_MACHINE"
@@ -148,14 +151,16 @@ def install(bin_dir: Path, *, docker_module: str | None = None) -> Path:
     """A small script per program in `bin_dir` (first on a machine's PATH) that runs this module;
     `docker_module`: another module for `docker` (container mode: `coordinator.sim.podman_docker`)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
+    python_path = shlex.quote(checkout_first({})["PYTHONPATH"])  # the checkout that runs the simulator
     for program in PROGRAMS:
         path = bin_dir / program
+        module, argv = "coordinator.sim.standins", f" {program}"
         if program == "docker" and docker_module:
-            path.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m {docker_module} "$@"\n')
-        else:
-            path.write_text(
-                f'#!/bin/sh\nexec "{sys.executable}" -m coordinator.sim.standins {program} "$@"\n'
-            )
+            module, argv = docker_module, ""
+        path.write_text(
+            f"#!/bin/sh\nPYTHONPATH={python_path}${{PYTHONPATH:+:$PYTHONPATH}}\n"
+            f'export PYTHONPATH\nexec "{sys.executable}" -m {module}{argv} "$@"\n'
+        )
         path.chmod(0o755)
     return bin_dir
 

@@ -30,6 +30,7 @@ from transformers import BertForSequenceClassification, BertTokenizer  # noqa: F
 import inference.onnx_model
 import inference.torch_model
 import inference.worker
+from coordinator.paths import checkout_first
 from coordinator.sim.lifeline import popen_tied, tie_to_parent
 
 BootMode = Literal["fork", "exec"]
@@ -112,7 +113,9 @@ class ExecWorker:
                     "inference.worker",
                     *argv,
                 ],
-                env=env,  # the container's environment only: nothing of this host's (no credentials)
+                # the container's environment only: nothing of this host's (no credentials); the checkout
+                # on PYTHONPATH stands for the image's code in its WORKDIR
+                env=checkout_first(env),
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
