@@ -37,6 +37,3 @@ class WorkerConfig:
     poll_notices: bool = True
     threads: int | None = None
     backend: str = "auto"  # torch, onnx, onnx-int8, onnx-int8-checked or auto (inference/model.py)
-    pace: float | None = None  # rows per second of the instance type a simulated worker stands for
-    ready_at: float | None = None  # simulator: epoch second at which the modelled launch ends
-    pace_report: str = ""  # simulator: where the worker writes how far it fell behind its pace

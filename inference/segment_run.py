@@ -30,9 +30,9 @@ from inference.config import WorkerConfig
 from inference.dataset import SegmentRows, read_segment
 from inference.errors import CheckpointError, Superseded
 from inference.heartbeat import HeartbeatWriter
+from inference.host_hook import installed
 from inference.interruption import StopSignal
 from inference.layout import part_key
-from inference.pace import Pace
 from inference.plan import Batch, BatchPlan, plan_batches
 from inference.storage import ObjectStore, open_store, split_uri
 
@@ -53,7 +53,6 @@ class WorkerOutcome:
     rows_total: int
     batches_run: int
     truncated: int
-    pace_lag_share: float = 0.0  # simulator only: how far the host left the worker behind its pace
 
 
 class SegmentRun:
@@ -129,10 +128,7 @@ class SegmentRun:
         c = self.config
         total = c.stop - c.start
         work = self._plan(classifier)
-        pace = Pace(c.pace, ready_at=c.ready_at) if c.pace else None
-        if pace is not None:  # simulated: the segment is claimed when the modelled boot ends, as on EC2,
-            pace.until_ready(self.stop.wait)  # where the worker starts only then (a claim during the boot
-            pace.save(c.pace_report)  # would stop a warned worker that is still draining)
+        installed().until_ready(self.stop.wait)  # the machine's, if it stands in for one (host_hook.py)
         if self.stop.wait(0):  # told to stop while booting: nothing claimed, computed or saved
             found = load_checkpoint(self.store, c.segment_id)
             rows = found.rows_done if found else 0
@@ -152,7 +148,7 @@ class SegmentRun:
             checkpoint.rows_done,
         )
         heartbeat.update(rows_done=checkpoint.rows_done, next_batch=checkpoint.next_batch)
-        return self._run_batches(classifier, heartbeat, checkpoint, work, pace)
+        return self._run_batches(classifier, heartbeat, checkpoint, work)
 
     def _plan(self, classifier: Classifier) -> _Work:
         """The segment's rows and the batch plan over them (fixed by the texts: a resume plans the same)."""
@@ -175,7 +171,6 @@ class SegmentRun:
         heartbeat: HeartbeatWriter,
         checkpoint: Checkpoint,
         work: _Work,
-        pace: Pace | None = None,
     ) -> WorkerOutcome:
         """Every batch from the checkpoint on; a part and a checkpoint at each chunk's end and on a stop."""
         results: dict[int, tuple[str, float]] = {}
@@ -183,13 +178,12 @@ class SegmentRun:
         batches_run = truncated = 0
         rows_at_resume = rows_done = checkpoint.rows_done
         started = time.monotonic()
+        hook = installed()
         for batch in work.plan.batches[checkpoint.next_batch :]:
             truncated += self._predict(classifier, work, batch, results)
             batches_run += 1
             rows_done += len(batch.rows)
-            if pace is not None:  # the batch in hand ends at the pace, stop or not
-                pace.after(rows_done - rows_at_resume)
-                pace.save(self.config.pace_report)
+            hook.after_batch(rows_done - rows_at_resume)
             rate = (rows_done - rows_at_resume) / (time.monotonic() - started)
             heartbeat.update(rows_done=rows_done, next_batch=batch.index + 1, rows_per_s=round(rate, 2))
             stopping = self.stop.requested
@@ -204,21 +198,15 @@ class SegmentRun:
                     batch.index + 1,
                     checkpoint.rows_done,
                 )
-                return self._outcome("draining", checkpoint, batches_run, truncated, pace)
+                return self._outcome("draining", checkpoint, batches_run, truncated)
         if truncated:
             log.info("%d text(s) longer than %d tokens were truncated", truncated, self.config.max_length)
-        return self._outcome("done", checkpoint, batches_run, truncated, pace)
+        return self._outcome("done", checkpoint, batches_run, truncated)
 
-    def _outcome(
-        self, state: str, checkpoint: Checkpoint, batches_run: int, truncated: int, pace: Pace | None
-    ) -> WorkerOutcome:
-        lag = pace.lag_share if pace is not None else 0.0
-        if pace is not None:
-            log.info(
-                "pace %.1f rows/s: %.1f%% behind (%.2f s)", pace.rows_per_second, 100 * lag, pace.lag_seconds
-            )
+    def _outcome(self, state: str, checkpoint: Checkpoint, batches_run: int, truncated: int) -> WorkerOutcome:
+        installed().finished()
         total = self.config.stop - self.config.start
-        return WorkerOutcome(state, checkpoint.rows_done, total, batches_run, truncated, lag)
+        return WorkerOutcome(state, checkpoint.rows_done, total, batches_run, truncated)
 
     def _predict(
         self, classifier: Classifier, work: _Work, batch: Batch, results: dict[int, tuple[str, float]]

@@ -37,6 +37,7 @@ from inference.errors import (
     WorkerError,
 )
 from inference.heartbeat import HEARTBEAT_SECONDS, STEADY_HEARTBEAT_SECONDS, Heartbeat, HeartbeatWriter
+from inference.host_hook import installed
 from inference.interruption import (
     NOTICE_POLL_SECONDS,
     MetadataClient,
@@ -59,16 +60,17 @@ def run_worker(config: WorkerConfig, stop: StopSignal | None = None) -> WorkerOu
     """Run one attempt at a segment; the caller maps exceptions to exit codes."""
     stop = stop or StopSignal()
     store = open_store(config.output_prefix)
+    ready_at = installed().ready_at  # a simulated machine's modelled launch: no beat before it ends
     heartbeat = HeartbeatWriter(
         store,
         Heartbeat(
             config.segment_id, config.instance_id, config.market, config.attempt, config.stop - config.start
         ),
         every=config.heartbeat_every,
-        first_at=config.ready_at,
+        first_at=ready_at,
         steady_every=config.steady_heartbeat_every,
     )
-    if config.ready_at is None:
+    if ready_at is None:
         heartbeat.beat()
     heartbeat.start()
     metrics = MetricsPublisher.from_env(
@@ -150,14 +152,6 @@ def build_parser() -> argparse.ArgumentParser:
         "auto",
         f"inference backend: {', '.join(BACKENDS)} (auto: the fastest the build passed)",
     )
-    option(
-        "pace",
-        float,
-        0.0,
-        "simulator only: rows per second of the instance type stood for (0: as fast as possible)",
-    )
-    option("ready-at", float, 0.0, "simulator only: epoch second the modelled launch ends (0: none)")
-    option("pace-report", str, "", "simulator only: file for the worker's lag behind its pace")
     parser.add_argument(
         "--no-notice-poll",
         action="store_true",
@@ -189,9 +183,6 @@ def config_from_args(args: argparse.Namespace) -> WorkerConfig:
         poll_notices=not args.no_notice_poll,
         threads=args.threads or None,
         backend=args.backend,
-        pace=args.pace or None,
-        ready_at=args.ready_at or None,
-        pace_report=args.pace_report,
     )
 
 

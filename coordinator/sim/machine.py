@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coordinator.sim.image import IMAGE_ENV, MANIFEST_TYPE
+from coordinator.sim.paced_worker import PACE_REPORT_ENV, READY_AT_ENV
 from coordinator.sim.standins import MACHINE_ENV, SOCKET_ENV
 from coordinator.stack.target import AwsTarget
 
@@ -36,9 +37,6 @@ if TYPE_CHECKING:
 
 REFRESH_BEFORE = timedelta(minutes=5)
 THREADS_ENV = "SPOTBATCH_THREADS"
-PACE_ENV = "SPOTBATCH_PACE"  # the instance type's speed, in this host's rows per wall second
-READY_AT_ENV = "SPOTBATCH_READY_AT"  # the end of the instance's modelled launch (epoch seconds)
-PACE_REPORT_ENV = "SPOTBATCH_PACE_REPORT"
 PACE_REPORT = "pace.json"  # in the machine's folder: how far its worker fell behind the pace
 
 

@@ -36,9 +36,10 @@ from coordinator.sim.fault_proxy import FaultProxy, FaultRule
 from coordinator.sim.forced import chain, forced_interrupter
 from coordinator.sim.injector import InterruptionInjector, RandomInterruptions, TraceReplay
 from coordinator.sim.instance_runtime import InstanceRuntime
-from coordinator.sim.machine import PACE_ENV, MachineImage
+from coordinator.sim.machine import MachineImage
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.pace_record import emulator_latency, record_pace
+from coordinator.sim.paced_worker import PACE_ENV
 from coordinator.sim.settings import (
     BOOT_TIMEOUT,
     DATASET_KEY,

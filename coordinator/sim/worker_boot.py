@@ -1,10 +1,12 @@
 """Simulator only: how a simulated instance's `docker run` starts its worker, as a real process.
 
-The worker gets the container's environment and nothing else of this host's. `exec` runs
-`python -m inference.worker` (what the image's entrypoint does). `fork` forks the worker from a
+The worker gets the container's environment and nothing else of this host's, and runs as a simulated
+instance runs it: `inference.worker.main` with the instance type's pace installed (`paced_worker.py`). `exec`
+runs `python -m coordinator.sim.paced_worker` (the image's entrypoint runs `inference.worker`). `fork` forks
+the worker from a
 server process that has already imported torch and transformers (multiprocessing's forkserver with this
 module preloaded), like booting from a warm image: the same `inference.worker.main`, the same signals, but
-without paying 3-4 CPU-seconds of imports per boot, which on 2 cores would dominate a simulation that boots
+without paying seconds of imports per boot, which on 2 cores would dominate a simulation that boots
 hundreds of workers. The server never runs a torch op, so no thread pool exists before the fork.
 """
 
@@ -24,19 +26,17 @@ import time
 from pathlib import Path
 from typing import Literal, Protocol
 
-# transformers imports a model's module on first use: BERT's alone is 2.3 s, so the server imports it now
+# transformers imports a model's module on first use, seconds for BERT's: the server imports it now, once
 from transformers import BertForSequenceClassification, BertTokenizer  # noqa: F401
 
-import inference.onnx_model
-import inference.torch_model
-import inference.worker
 from coordinator.paths import checkout_first
+from coordinator.sim import paced_worker
 from coordinator.sim.lifeline import popen_tied, tie_to_parent
 
 BootMode = Literal["fork", "exec"]
 # On a cloud the coordinator has its own machine; here ten workers share 2 cores with it, moto and the
-# metadata server. Workers run at a lower priority so that the control plane is not starved: measured
-# before this, the coordinator needed 7 s to act on a draining heartbeat in the middle of a loaded run.
+# metadata server. Workers run at a lower priority so that the control plane is not starved (without it,
+# the coordinator took seconds to act on a draining heartbeat in the middle of a loaded run).
 WORKER_NICENESS = 10
 WAIT_POLL_SECONDS = 0.05
 
@@ -62,7 +62,7 @@ def _run_worker_child(env: dict[str, str], log_path: str, argv: tuple[str, ...] 
     os.dup2(fd, 2)
     os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's; the runtime stops workers
-    sys.exit(inference.worker.main(list(argv)))
+    sys.exit(paced_worker.run(argv))
 
 
 class ForkedWorker:
@@ -110,7 +110,7 @@ class ExecWorker:
                     str(WORKER_NICENESS),
                     sys.executable,
                     "-m",
-                    "inference.worker",
+                    "coordinator.sim.paced_worker",
                     *argv,
                 ],
                 # the container's environment only: nothing of this host's (no credentials); the checkout

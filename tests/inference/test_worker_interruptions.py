@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.sim.metadata_server import MetadataServer
+from coordinator.sim.paced_worker import PACE_ENV
 from inference.checkpoint import load_checkpoint, read_segment_output
 from inference.storage import open_store
 from tests.inference.workerproc import WorkerProcess
@@ -177,10 +178,9 @@ def test_spot_notice_from_metadata_endpoint_drains_and_resumes(
             output,
             "--notice-poll-every",
             "0.05",
-            "--pace",
-            "80",
             batch_size=batch_size,
         )
+        monkeypatch.setenv(PACE_ENV, "80")  # the simulator's hook paces it (coordinator/sim/paced_worker.py)
         resume_at = 0
         for gap in gaps:
             imds.clear_notice(instance)
