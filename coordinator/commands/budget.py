@@ -8,8 +8,8 @@ import argparse
 
 from coordinator.commands.options import (
     Subcommands,
-    add_aws_options,
     add_budget_options,
+    add_target_options,
     budget_guard,
     region_of,
 )
@@ -42,7 +42,7 @@ def add_parser(commands: Subcommands) -> None:
     estimate.add_argument("--instances", type=int, default=1)
     estimate.add_argument("--provider", default="aws")
     estimate.add_argument("--market", choices=("spot", "on-demand"), default="spot")
-    add_aws_options(estimate)
+    add_target_options(estimate)
     add_budget_options(estimate)
     estimate.set_defaults(handler=estimate_command)
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from coordinator.commands.options import Subcommands, add_budget_options, budget_guard
+from coordinator.commands.options import Subcommands, add_budget_options, add_target_options, budget_guard
 from coordinator.errors import ConfigError
 from coordinator.paths import build_dir, default_dataset_path, default_model_dir, runs_dir, spend_log_path
 
@@ -56,15 +56,21 @@ def add_parser(commands: Subcommands) -> None:
     burst.add_argument(
         "--payload", type=Path, default=None, help="allow-listed folder (default build/burst-payload)"
     )
-    burst.add_argument("--instance-type", default=DEFAULT_TYPE)
-    burst.add_argument("--region", default=DEFAULT_REGION)
+    add_target_options(
+        burst,
+        instance_type=f"Lambda Cloud's type (default {DEFAULT_TYPE})",
+        default_type=DEFAULT_TYPE,
+        region=f"Lambda Cloud's region (default {DEFAULT_REGION})",
+        default_region=DEFAULT_REGION,
+        override=True,
+        title="Lambda Cloud target",
+    )
     burst.add_argument("--hours", type=float, default=DEFAULT_HOURS, help="planned hours, for the estimate")
     burst.add_argument("--ssh-key-name", help="the SSH key's name at the provider")
     burst.add_argument("--ssh-key", type=Path, help="its private key here")
     burst.add_argument("--ssh-user", default="ubuntu")
     burst.add_argument("--remote-python", default="python3")
     burst.add_argument("--run-dir", type=Path, help="default runs/burst/<name>")
-    burst.add_argument("--override", action="append", default=[], metavar="NAME=REASON")
     burst.add_argument(
         "--dry-run", action="store_true", help="print the plan and the estimate; touch nothing"
     )

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from coordinator.commands.options import Subcommands
+from coordinator.commands.options import Subcommands, add_target_options
 from coordinator.errors import InfraError
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE, is_gpu, require_worker_type
 
@@ -37,7 +37,9 @@ def add_parser(commands: Subcommands) -> None:
     )
     actions = image.add_subparsers(dest="image_command", required=True, metavar="ACTION")
     build = actions.add_parser("build", help="build the variant the instance type needs, for linux/amd64")
-    build.add_argument("--instance-type", default=DEFAULT_INSTANCE_TYPE)
+    add_target_options(
+        build, instance_type=f"the type it is for (default {DEFAULT_INSTANCE_TYPE})", region=None
+    )
     build.add_argument(
         "--base-image",
         default="python:3.11-slim",
@@ -47,9 +49,14 @@ def add_parser(commands: Subcommands) -> None:
     build.add_argument("--tag", help="the local image's name (default spotbatch-worker:<variant>)")
     build.set_defaults(handler=build_command)
     push = actions.add_parser("push", help="push to the stack's repository; record the digest in image.json")
-    push.add_argument("--instance-type", help="default: the stack's (outputs.json)")
+    add_target_options(
+        push,
+        instance_type="default: the stack's (outputs.json)",
+        default_type=None,
+        region=None,
+        endpoint="an emulator's URL (loopback): its ECR takes the manifest only",
+    )
     push.add_argument("--state-dir", type=Path, help="default runs/infra/aws")
-    push.add_argument("--endpoint", help="an emulator's URL (loopback): its ECR takes the manifest only")
     push.add_argument("--tag", help="the local image to push (default spotbatch-worker:<variant>)")
     push.set_defaults(handler=push_command)
 

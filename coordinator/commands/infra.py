@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from coordinator.commands.options import Subcommands, add_budget_options, budget_guard
+from coordinator.commands.options import Subcommands, add_budget_options, add_target_options, budget_guard
 from coordinator.errors import Declined, InfraError
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE, DEFAULT_MAX_LIFETIME_SECONDS, DEFAULT_STACK_NAME
 from coordinator.stack.target import AwsTarget
@@ -38,12 +38,13 @@ def add_parser(commands: Subcommands) -> None:
         "apply-real", help="pre-flight, terraform plan -out, confirmation, apply of that plan"
     )
     apply.add_argument("--bucket-name", help="the job bucket (needed the first time; then the saved one)")
-    apply.add_argument("--instance-type", help=f"default {DEFAULT_INSTANCE_TYPE} (or the saved one)")
-    apply.add_argument(
-        "--region", help="default $AWS_REGION, $AWS_DEFAULT_REGION, the profile's (or the saved one)"
-    )
-    apply.add_argument(
-        "--endpoint", help="a local AWS emulator's URL (loopback only) instead of AWS, to try the commands"
+    add_target_options(
+        apply,
+        instance_type=f"default {DEFAULT_INSTANCE_TYPE} (or the saved one)",
+        default_type=None,
+        region="default $AWS_REGION, $AWS_DEFAULT_REGION, the profile's (or the saved one)",
+        endpoint="a local AWS emulator's URL (loopback only) instead of AWS, to try the commands",
+        override=True,
     )
     apply.add_argument("--name", help=f"the stack's name (default {DEFAULT_STACK_NAME})")
     apply.add_argument("--network-mode", choices=("public", "private"), help="default public")
@@ -53,7 +54,6 @@ def add_parser(commands: Subcommands) -> None:
     apply.add_argument(
         "--live-prices", action="store_true", help="the on-demand price (spot max price) from AWS today"
     )
-    apply.add_argument("--override", action="append", default=[], metavar="NAME=REASON")
     add_budget_options(apply)
     destroy = infra.add_parser("destroy-real", help="destroy the stack; re-list to confirm nothing is left")
     destroy.add_argument(

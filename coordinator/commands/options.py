@@ -1,4 +1,5 @@
-"""Argument groups that several commands share, declared once: the budget and the AWS target.
+"""Argument groups that several commands share, declared once: the budget and the target (where the
+instances run).
 
 Every command that can spend money takes `--ceiling` and `--spend-log` through `add_budget_options` and
 builds its guard with `budget_guard(args)`, so the options are spelled the same way everywhere.
@@ -6,7 +7,7 @@ builds its guard with `budget_guard(args)`, so the options are spelled the same 
 Usage::
 
     add_budget_options(parser)
-    add_aws_options(parser)
+    add_target_options(parser)                 # --instance-type, --region (more on request)
     guard = budget_guard(args)                 # --ceiling (or $LYNX_CLOUD_BUDGET_USD), --spend-log
 """
 
@@ -50,17 +51,40 @@ def budget_guard(args: argparse.Namespace, *, spend_log: Path | None = None) -> 
     return BudgetGuard(ceiling, args.spend_log or spend_log or spend_log_path())
 
 
-def add_aws_options(parser: argparse.ArgumentParser) -> None:
-    """Where the instances run and of which type (priced from the price table)."""
-    group = parser.add_argument_group("AWS target")
-    group.add_argument(
-        "--region", default=None, help="AWS region (default $AWS_REGION, $AWS_DEFAULT_REGION, the profile's)"
-    )
-    group.add_argument(
-        "--instance-type",
-        default=DEFAULT_INSTANCE_TYPE,
-        help=f"EC2 instance type, priced from the price table (default {DEFAULT_INSTANCE_TYPE})",
-    )
+REGION_HELP = "AWS region (default $AWS_REGION, $AWS_DEFAULT_REGION, the profile's)"
+TYPE_HELP = f"EC2 instance type, priced from the price table (default {DEFAULT_INSTANCE_TYPE})"
+
+
+def add_target_options(
+    parser: argparse.ArgumentParser,
+    *,
+    instance_type: str | None = TYPE_HELP,
+    default_type: str | None = DEFAULT_INSTANCE_TYPE,
+    many_types: str | None = None,
+    region: str | None = REGION_HELP,
+    default_region: str | None = None,
+    endpoint: str | None = None,
+    override: bool = False,
+    title: str = "AWS target",
+) -> None:
+    """Where the instances run (AWS, or the burst's Lambda Cloud), declared once for every command: each
+    option is offered when its help is given (the help says what its default is for that command).
+
+    `--instance-type` (one type) or `--instance-types` (`many_types`: a comma-separated pool), `--region`,
+    `--endpoint` (an emulator's URL, loopback only) and `--override NAME=REASON` (a pre-flight check)."""
+    group = parser.add_argument_group(title)
+    if instance_type is not None:
+        group.add_argument("--instance-type", default=default_type, help=instance_type)
+    if many_types is not None:
+        group.add_argument("--instance-types", help=many_types)
+    if region is not None:
+        group.add_argument("--region", default=default_region, help=region)
+    if endpoint is not None:
+        group.add_argument("--endpoint", help=endpoint)
+    if override:
+        group.add_argument(
+            "--override", action="append", default=[], metavar="NAME=REASON", help="go on despite this check"
+        )
 
 
 def region_of(args: argparse.Namespace, *, offline: bool = False) -> str:

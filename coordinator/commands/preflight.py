@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from coordinator.commands.options import Subcommands, add_aws_options, add_budget_options, budget_guard
+from coordinator.commands.options import Subcommands, add_budget_options, add_target_options, budget_guard
 
 
 def add_parser(commands: Subcommands) -> None:
@@ -29,9 +29,8 @@ def add_parser(commands: Subcommands) -> None:
     check.add_argument(
         "--instances", type=int, default=1, help="instances that will run at once (vCPU quota check)"
     )
-    check.add_argument("--override", action="append", default=[], metavar="NAME=REASON")
     check.add_argument("--preflight-log", help="default runs/preflight.jsonl")
-    add_aws_options(check)
+    add_target_options(check, override=True)
     add_budget_options(check)
     check.set_defaults(handler=preflight_command)
 

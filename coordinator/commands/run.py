@@ -20,7 +20,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from coordinator.commands.options import Subcommands, add_budget_options, budget_guard
+from coordinator.commands.options import Subcommands, add_budget_options, add_target_options, budget_guard
 from coordinator.errors import BudgetConfigError, ConfigError, RunStorageError
 from coordinator.job.launch_contract import WorkerTuning
 from coordinator.job.spec import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
@@ -43,8 +43,6 @@ def add_parser(commands: Subcommands) -> None:
     run.add_argument(
         "--outputs", type=Path, help="the stack's saved outputs (default runs/infra/aws/outputs.json)"
     )
-    run.add_argument("--endpoint", help="emulator endpoint (loopback only); omit for AWS")
-    run.add_argument("--region", help="must be the stack's region, if given")
     source = run.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", type=Path, help="a local Parquet, CSV or JSONL file to upload and predict")
     source.add_argument("--input-key", help="a dataset already in the stack's bucket (with --rows)")
@@ -72,9 +70,6 @@ def add_parser(commands: Subcommands) -> None:
     run.add_argument("--max-spot-retries", type=int)
     run.add_argument("--live-prices", action="store_true", help="spot and on-demand prices from AWS now")
     run.add_argument(
-        "--override", action="append", default=[], metavar="NAME=REASON", help="a pre-flight check"
-    )
-    run.add_argument(
         "--time-scale", type=float, default=1.0, help="cloud seconds per wall second (simulator)"
     )
     run.add_argument("--cycle-seconds", type=float, default=CYCLE_SECONDS)
@@ -82,10 +77,15 @@ def add_parser(commands: Subcommands) -> None:
     run.add_argument("--boot-timeout", type=float, default=BOOT_TIMEOUT_SECONDS)
     rebalance = "start the replacement on EC2's rebalance recommendation (Capacity Rebalancing)"
     run.add_argument("--replace-on-rebalance", action="store_true", help=rebalance)
-    kinds = (
-        "the instance types the job may run on, comma-separated (default: the stack's); each in every zone"
+    add_target_options(
+        run,
+        instance_type=None,
+        many_types="the instance types the job may run on, comma-separated (default: the stack's); each in "
+        "every zone is a capacity pool, cheapest tried first",
+        region="must be the stack's region, if given",
+        endpoint="emulator endpoint (loopback only); omit for AWS",
+        override=True,
     )
-    run.add_argument("--instance-types", help=f"{kinds} is a capacity pool, cheapest tried first")
     no_events = "ignore the stack's EC2 events queue: see interruptions by heartbeats and listings only"
     run.add_argument("--no-events", dest="use_events", action="store_false", help=no_events)
     run.add_argument("--planned-rows-per-s", type=float, default=50.0, help="for the first budget estimates")

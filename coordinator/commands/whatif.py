@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from coordinator.commands.options import Subcommands, add_aws_options, region_of
+from coordinator.commands.options import Subcommands, add_target_options, region_of
 from coordinator.cost.pricing import PriceTable
 from coordinator.errors import WhatIfError
 from coordinator.policies.registry import policy_names
@@ -94,7 +94,7 @@ def add_parser(commands: Subcommands) -> None:
     whatif.add_argument("--runs", type=int, default=20, help="windows per trace (or sequences per model)")
     whatif.add_argument("--seed", type=int, default=0)
     whatif.add_argument("--json", type=Path, help="also write every run's outcome here")
-    add_aws_options(whatif)
+    add_target_options(whatif)
     whatif.set_defaults(handler=whatif_command)
 
 
