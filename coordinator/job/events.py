@@ -31,9 +31,9 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from types import TracebackType
 from typing import Any, Literal
 
+from coordinator.background import Background
 from coordinator.job.instances import list_instances
 
 EventKind = Literal["interruption-warning", "rebalance", "state-change"]
@@ -84,7 +84,7 @@ def owners_by_tag(ec2: Any) -> Owners:
     return owners
 
 
-class EventQueue:
+class EventQueue(Background):
     def __init__(
         self,
         sqs: Any,
@@ -111,14 +111,6 @@ class EventQueue:
 
     def close(self) -> None:
         self._closed.set()  # a long poll in flight: its messages are handed back when it returns
-
-    def __enter__(self) -> EventQueue:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
 
     # -- the control loop's side ------------------------------------------------------------------------
 

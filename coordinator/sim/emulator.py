@@ -21,10 +21,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import TracebackType
 
 import requests
 
+from coordinator.background import Background
 from coordinator.errors import EmulatorError
 from coordinator.paths import checkout_first
 from coordinator.sim.lifeline import popen_tied, record_pid, stop_leftover
@@ -51,7 +51,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(probe.getsockname()[1])
 
 
-class MotoServer:
+class MotoServer(Background):
     def __init__(
         self,
         *,
@@ -110,10 +110,10 @@ class MotoServer:
             except requests.ConnectionError:
                 pass
             time.sleep(0.1)
-        self.stop()
+        self.close()
         raise EmulatorError(f"moto server on {self.endpoint} not ready after {READY_TIMEOUT_SECONDS:.0f} s")
 
-    def stop(self) -> None:
+    def close(self) -> None:
         if self.pid_file is not None:
             self.pid_file.unlink(missing_ok=True)
         if self.process is None or self.process.poll() is not None:
@@ -124,11 +124,3 @@ class MotoServer:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
-
-    def __enter__(self) -> MotoServer:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()

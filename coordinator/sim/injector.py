@@ -38,9 +38,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from coordinator.background import Background
 from coordinator.job.clock import CloudClock
 from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_MARKET, TAG_SEGMENT
 from coordinator.sim.ec2_events import (
@@ -121,7 +121,7 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class InterruptionInjector:
+class InterruptionInjector(Background):
     def __init__(
         self,
         ec2: Any,
@@ -169,14 +169,6 @@ class InterruptionInjector:
             self._thread.join()
         for timer in self._timers:
             timer.cancel()
-
-    def __enter__(self) -> InterruptionInjector:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
 
     def _loop(self) -> None:
         while not self._closed.wait(TICK_SECONDS):

@@ -32,9 +32,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from coordinator.background import Background
 from coordinator.job.clock import CloudClock
 from coordinator.job.instances import list_instances
 from coordinator.job.launch_contract import TAG_SEGMENT
@@ -54,7 +54,7 @@ KILL_GRACE_SECONDS = 2.0  # SIGTERM, then SIGKILL: a worker drains one batch in 
 log = logging.getLogger(__name__)
 
 
-class InstanceRuntime:
+class InstanceRuntime(Background):
     def __init__(
         self,
         target: AwsTarget,
@@ -116,14 +116,6 @@ class InstanceRuntime:
             self.containers.sweep()
         self.errors += self._agent.errors
         shutil.rmtree(self._home, ignore_errors=True)
-
-    def __enter__(self) -> InstanceRuntime:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
 
     # -- what the injector and tests use ---------------------------------------------------------------------
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Self
 
+from coordinator.background import Background
 
-class LocalHttpServer:
+
+class LocalHttpServer(Background):
     def __init__(self, *, name: str, host: str = "127.0.0.1", port: int = 0) -> None:
         self._server = ThreadingHTTPServer((host, port), self._handler_class())
         self._server.daemon_threads = True
@@ -36,14 +37,6 @@ class LocalHttpServer:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()

@@ -20,9 +20,9 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import BinaryIO, Self
 
+from coordinator.background import Background
 from coordinator.errors import SshdUnavailable
 
 READY_TIMEOUT_SECONDS = 10.0  # sshd listens within a few hundred ms; ten seconds means it will not
@@ -43,7 +43,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-class LocalSshd:
+class LocalSshd(Background):
     def __init__(self, work_dir: Path) -> None:
         self.work_dir = work_dir
         self.user = getpass.getuser()
@@ -95,19 +95,19 @@ class LocalSshd:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 reason = (self.work_dir / "sshd.log").read_text(errors="replace").strip()[-300:]
-                self.stop()
+                self.close()
                 raise SshdUnavailable(f"sshd exited with {self._process.returncode}: {reason}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
                 return self
             except OSError:
                 time.sleep(0.05)
-        self.stop()
+        self.close()
         raise SshdUnavailable(
             f"sshd did not listen on 127.0.0.1:{self.port} within {READY_TIMEOUT_SECONDS:g} s"
         )
 
-    def stop(self) -> None:
+    def close(self) -> None:
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()
             try:
@@ -118,11 +118,3 @@ class LocalSshd:
         if self._log is not None:
             self._log.close()
             self._log = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()

@@ -56,7 +56,7 @@ def test_the_next_start_stops_a_leftover_emulator_it_recorded(tmp_path: Path) ->
         with MotoServer(pid_file=pid_file):
             assert leftover.process.wait(10) == -signal.SIGKILL
     finally:
-        leftover.stop()
+        leftover.close()
 
 
 @pytest.mark.slow
