@@ -16,10 +16,9 @@ finds the checkpoint complete and ends at once). A warning for an attempt still 
 at once (there is nothing to drain) and hands over the same way: the replacement does not wait for EC2 to
 confirm the termination; the attempt is closed as interrupted once its instance is gone. The controller
 runs its launch pass as soon as a segment is handed over, before it looks at the fleet (closing an attempt,
-with its usage read, took 0.45 s of the 0.75 s from a booting machine's warning to its replacement's launch
-in a `make simulate` run). A rebalance recommendation for a booting attempt only sends the next launches to
-other pools. A state-change event needs nothing here: it wakes the loop, whose monitor sees the instance
-gone in the same cycle.
+with its usage read, is most of the time from a warning to the replacement's launch). A rebalance
+recommendation for a booting attempt only sends the next launches to other pools. A state-change event
+needs nothing here: it wakes the loop, whose monitor sees the instance gone in the same cycle.
 
 A rebalance recommendation (the instance's capacity is at elevated risk, often before any warning) is
 acted on only with the job's `replace_on_rebalance`, as EC2 Capacity Rebalancing does: the same hand-over,

@@ -95,12 +95,10 @@ class SimulationSettings:
     cycle_seconds: float = CYCLE_SECONDS  # the coordinator's look interval (wall)
     # the deadline configuration's deadline: this many times the mean on-demand job time of the same matrix
     # (measured first, so it follows the machine's speed), or a fixed number of cloud seconds
-    # 2: at 1.5 the deadline sat on the policy's first decision (a whole segment, the worst boot twice and
-    # a reclaim's margin only just fit), so a few seconds of the host's start-up flipped every segment of a
-    # run to on-demand (measured: deadline runs cost $0.14 or $0.32 by that alone). 2.5: at 2, with the
-    # worker at 937.9 rows/s (segments of 3.1 cloud min in the quick matrix), the first decision had 12 cloud
-    # s (0.8 wall s) to spare, and 0.7 wall s more start-up beside a CPU hog sent two segments to on-demand
-    # (bench/simulate_load: deadline cost 0.800x quiet)
+    # 2.5, not less: the deadline must not sit on the policy's first decision (a whole segment, the worst
+    # boot twice and a reclaim's margin only just fitting), or a second of the host's start-up decides
+    # whether a run's segments go on-demand, and the matrix measures the host (`bench/simulate_load` checks
+    # that a loaded host gives the quiet figures; the commits that raised it from 1.5 and 2 say by how much)
     deadline_factor: float = 2.5
     deadline_seconds: float | None = None
     deadline_reserve_hours: float = DEFAULT_RESERVE_HOURS
