@@ -1,6 +1,6 @@
 """Simulator only: how far a run's workers fell behind their pace, recorded in its `run.json`.
 
-Each paced worker writes `pace.json` in its machine's folder (`inference/pace.py`): the seconds its rows
+Each paced worker writes `pace.json` in its machine's folder (`pace.py`): the seconds its rows
 should have taken and the seconds it was still behind them when it stopped (a worker the host left behind
 catches up when it can). A run whose workers ended more than `DISTORTION_SHARE` of their planned time
 behind is *distorted*: its billed times measure this host, not the instance type, and the

@@ -18,8 +18,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 
 import inference.worker
+from coordinator.sim.pace import Pace
 from inference.host_hook import install
-from inference.pace import Pace
 
 log = logging.getLogger("inference.worker")
 PACE_ENV = "SPOTBATCH_PACE"  # the instance type's speed, in this host's rows per wall second

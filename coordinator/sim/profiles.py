@@ -1,6 +1,6 @@
 """Simulator only: how fast each instance type runs the worker, in rows per cloud second, and where from.
 
-A simulated instance is paced at its type's speed (`inference/pace.py`), so that its billed time does not
+A simulated instance is paced at its type's speed (`pace.py`), so that its billed time does not
 depend on how many other simulated instances share this host's cores. The figures live in
 `instance_profiles.json` beside this file, written by the throughput bench
 (`python -m bench.worker_throughput --write-profile c7i.xlarge`): the fastest worker path whose labels

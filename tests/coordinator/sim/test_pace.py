@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inference.pace import Pace
+from coordinator.sim.pace import Pace
 
 
 class FakeClock:

@@ -1,4 +1,4 @@
-"""A worker that stands in for an instance type runs at that type's speed, not the host's.
+"""Simulator only: a worker that stands in for an instance type runs at that type's speed, not the host's.
 
 The simulator runs ten instances on two cores: left alone, a worker would run faster when few others run
 and slower when the host is busy, and its billed time would measure the host, not the policy. With a pace
