@@ -20,6 +20,7 @@ from coordinator.errors import ConfigError
 from coordinator.job.runner import CloudTarget, quotes_for
 from coordinator.job.spec import JobSpec
 from coordinator.stack.defaults import require_worker_type
+from coordinator.stack.iam_documents import as_written, for_emulator
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.target import AwsTarget
 
@@ -28,7 +29,8 @@ def connect(args: argparse.Namespace, stack: StackOutputs) -> CloudTarget:
     if args.region and args.region != stack.region:
         raise ConfigError(f"--region {args.region}: the stack is in {stack.region}")
     target = AwsTarget.chosen(stack.region, args.endpoint)
-    return CloudTarget.connect(target, stack)
+    # a stack on an emulator: the job roles as moto can check them (the simulator's widening)
+    return CloudTarget.connect(target, stack, worker_policy=for_emulator if stack.emulator else as_written)
 
 
 def input_of(args: argparse.Namespace, cloud: CloudTarget) -> tuple[str, int]:

@@ -27,7 +27,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from coordinator.job.aws_errors import raise_for_setup
-from coordinator.stack.iam_documents import for_emulator, render, worker_trust_policy
+from coordinator.stack.iam_documents import PolicyShape, as_written, render, worker_trust_policy
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.permissions import arns_for, worker_job_policy
 
@@ -57,14 +57,18 @@ def _code(error: ClientError) -> str:
 
 
 class JobRoles:
-    def __init__(self, iam: Any, stack: StackOutputs, *, account: str) -> None:
+    """`shape`: the statements as the target checks them (an emulator's is the simulator's to give)."""
+
+    def __init__(
+        self, iam: Any, stack: StackOutputs, *, account: str, shape: PolicyShape = as_written
+    ) -> None:
         self.iam = iam
         self.stack = stack
         self.arns = arns_for(stack, account)
+        self.shape = shape
 
     def policy_document(self, job_id: str) -> dict[str, Any]:
-        statements = worker_job_policy(self.arns, job_id)
-        return render(for_emulator(statements) if self.stack.emulator else statements)
+        return render(self.shape(worker_job_policy(self.arns, job_id)))
 
     def ensure(self, job_id: str) -> JobRole:
         """Create (or find again) the job's role, its inline policy and its instance profile."""

@@ -51,6 +51,7 @@ from coordinator.job.status import SegmentStatus
 from coordinator.job.usage import UsageRecorder
 from coordinator.job.worker_logs import WorkerLogTail
 from coordinator.policies.registry import make_policy
+from coordinator.stack.iam_documents import PolicyShape, as_written
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.target import AwsTarget
 from inference.layout import job_prefix
@@ -59,7 +60,8 @@ from inference.storage import S3Store
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CloudTarget:
-    """A deployed stack (from `terraform output`), the clients of its account, and the account's id."""
+    """A deployed stack (from `terraform output`), the clients of its account, and the account's id;
+    `worker_policy`: the job roles' statements as the target checks them (AWS: as written)."""
 
     stack: StackOutputs
     target: AwsTarget
@@ -69,13 +71,21 @@ class CloudTarget:
     cloudwatch: Any
     logs: Any
     account: str
+    worker_policy: PolicyShape = as_written
 
     @property
     def bucket(self) -> str:
         return self.stack.bucket
 
     @classmethod
-    def connect(cls, target: AwsTarget, stack: StackOutputs, *, ec2: Any | None = None) -> CloudTarget:
+    def connect(
+        cls,
+        target: AwsTarget,
+        stack: StackOutputs,
+        *,
+        ec2: Any | None = None,
+        worker_policy: PolicyShape = as_written,
+    ) -> CloudTarget:
         """Clients in the stack's region, each with botocore's adaptive retries (EC2's: `EC2_MAX_ATTEMPTS`;
         the fleet vetoes retries of capacity errors and counts the rest)."""
         if stack.region != target.region:
@@ -90,6 +100,7 @@ class CloudTarget:
             cloudwatch=target.client("cloudwatch"),
             logs=target.client("logs"),
             account=account,
+            worker_policy=worker_policy,
         )
 
 
@@ -158,7 +169,7 @@ def run_job(
     check_crash_setting()
     run_dir.mkdir(parents=True, exist_ok=True)
     state = CoordinatorState(run_dir / "state.db")
-    roles = JobRoles(cloud.iam, cloud.stack, account=cloud.account)
+    roles = JobRoles(cloud.iam, cloud.stack, account=cloud.account, shape=cloud.worker_policy)
     try:
         segments = plan_segments(spec.rows, spec.segments, f"s3://{cloud.bucket}/{spec.input_key}")
         clock = _open_job(state, spec, segments, clock)

@@ -50,6 +50,7 @@ from coordinator.sim.settings import (
     SimulatedRun,
     SimulationSettings,
 )
+from coordinator.stack.iam_documents import for_emulator
 from coordinator.stack.target import AwsTarget
 from coordinator.whatif.traces import AvailabilityTrace
 
@@ -119,6 +120,7 @@ def one_run(
                     lab.infra.target,
                     lab.infra.stack,
                     ec2=ec2_through(lab.proxy, lab.infra.target, settings.ec2_max_attempts),
+                    worker_policy=for_emulator,
                 ),
                 guard=lab.guard,
                 clock=clock,

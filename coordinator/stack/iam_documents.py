@@ -15,6 +15,7 @@ Usage::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -95,6 +96,14 @@ def _emulator_spelling(action: str) -> str | None:
         if action.startswith(prefix):
             return moto_prefix + action.removeprefix(prefix)
     return None
+
+
+PolicyShape = Callable[[list[Statement]], list[Statement]]  # the statements as a target can check them
+
+
+def as_written(statements: list[Statement]) -> list[Statement]:
+    """AWS's shape: AWS checks every resource ARN and condition as written."""
+    return statements
 
 
 def for_emulator(statements: list[Statement]) -> list[Statement]:

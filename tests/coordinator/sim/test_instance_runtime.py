@@ -27,6 +27,7 @@ from coordinator.sim.matrix import upload_dataset
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.settings import DATASET_KEY
 from coordinator.stack.defaults import DEFAULT_MAX_LIFETIME_SECONDS
+from coordinator.stack.iam_documents import for_emulator
 
 pytestmark = pytest.mark.slow
 SCALE = 7_200.0
@@ -38,7 +39,9 @@ def job(deployed_stack: Infrastructure) -> Iterator[tuple[str, str]]:
     """A job id and its worker role's instance profile (made and removed as a run does)."""
     job_id = f"boot-{uuid.uuid4().hex[:6]}"
     account = deployed_stack.target.client("sts").get_caller_identity()["Account"]
-    roles = JobRoles(deployed_stack.target.client("iam"), deployed_stack.stack, account=account)
+    roles = JobRoles(
+        deployed_stack.target.client("iam"), deployed_stack.stack, account=account, shape=for_emulator
+    )
     role = roles.ensure(job_id)
     try:
         yield job_id, role.instance_profile_arn
