@@ -11,6 +11,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 from coordinator.cost.budget import BudgetGuard
@@ -19,8 +20,8 @@ from coordinator.cost.pricing import PriceTable, estimate_job_cost
 from coordinator.errors import ConfigError
 from coordinator.job.runner import CloudTarget, quotes_for
 from coordinator.job.spec import JobSpec
+from coordinator.sim.emulator_iam import for_emulator
 from coordinator.stack.defaults import require_worker_type
-from coordinator.stack.iam_documents import as_written, for_emulator
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.target import AwsTarget
 
@@ -29,8 +30,9 @@ def connect(args: argparse.Namespace, stack: StackOutputs) -> CloudTarget:
     if args.region and args.region != stack.region:
         raise ConfigError(f"--region {args.region}: the stack is in {stack.region}")
     target = AwsTarget.chosen(stack.region, args.endpoint)
+    cloud = CloudTarget.connect(target, stack)
     # a stack on an emulator: the job roles as moto can check them (the simulator's widening)
-    return CloudTarget.connect(target, stack, worker_policy=for_emulator if stack.emulator else as_written)
+    return replace(cloud, worker_policy=for_emulator) if stack.emulator else cloud
 
 
 def input_of(args: argparse.Namespace, cloud: CloudTarget) -> tuple[str, int]:

@@ -78,14 +78,7 @@ class CloudTarget:
         return self.stack.bucket
 
     @classmethod
-    def connect(
-        cls,
-        target: AwsTarget,
-        stack: StackOutputs,
-        *,
-        ec2: Any | None = None,
-        worker_policy: PolicyShape = as_written,
-    ) -> CloudTarget:
+    def connect(cls, target: AwsTarget, stack: StackOutputs, *, ec2: Any | None = None) -> CloudTarget:
         """Clients in the stack's region, each with botocore's adaptive retries (EC2's: `EC2_MAX_ATTEMPTS`;
         the fleet vetoes retries of capacity errors and counts the rest)."""
         if stack.region != target.region:
@@ -100,7 +93,6 @@ class CloudTarget:
             cloudwatch=target.client("cloudwatch"),
             logs=target.client("logs"),
             account=account,
-            worker_policy=worker_policy,
         )
 
 

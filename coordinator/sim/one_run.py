@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_MARKET, WorkerTunin
 from coordinator.job.runner import CloudTarget, RunResult, run_job
 from coordinator.job.spec import JobSpec
 from coordinator.job.status import SegmentStatus
+from coordinator.sim.emulator_iam import for_emulator
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
 from coordinator.sim.forced import chain, forced_interrupter
@@ -50,7 +51,6 @@ from coordinator.sim.settings import (
     SimulatedRun,
     SimulationSettings,
 )
-from coordinator.stack.iam_documents import for_emulator
 from coordinator.stack.target import AwsTarget
 from coordinator.whatif.traces import AvailabilityTrace
 
@@ -79,6 +79,13 @@ def ec2_through(proxy: FaultProxy, admin: AwsTarget, attempts: int = EC2_MAX_ATT
     """The coordinator's EC2 client, through the fault proxy, with the retries it has on AWS."""
     target = AwsTarget.emulator(proxy.endpoint, admin.region, admin.credentials)
     return target.client("ec2", max_attempts=attempts)
+
+
+def _cloud(lab: Lab, settings: SimulationSettings) -> CloudTarget:
+    """The stack, its EC2 through the fault proxy, the job roles as moto checks them."""
+    ec2 = ec2_through(lab.proxy, lab.infra.target, settings.ec2_max_attempts)
+    cloud = CloudTarget.connect(lab.infra.target, lab.infra.stack, ec2=ec2)
+    return replace(cloud, worker_policy=for_emulator)
 
 
 def one_run(
@@ -116,12 +123,7 @@ def one_run(
                     region=lab.infra.target.region,
                     instance_type=lab.infra.stack.instance_type,
                 ),
-                cloud=CloudTarget.connect(
-                    lab.infra.target,
-                    lab.infra.stack,
-                    ec2=ec2_through(lab.proxy, lab.infra.target, settings.ec2_max_attempts),
-                    worker_policy=for_emulator,
-                ),
+                cloud=_cloud(lab, settings),
                 guard=lab.guard,
                 clock=clock,
                 run_dir=run_dir,

@@ -2,10 +2,9 @@
 
 `Statement` is one Allow with its actions, each paired with why it is there; `StackArns` names what a
 deployed stack's policies point at. `render` makes the JSON document AWS takes, `explain` the Markdown
-table a reader checks it against; `for_emulator` widens resources for moto, whose IAM matches resource
-ARNs only for S3 (every other service's request is checked against "*"), and names CloudWatch's actions
-`monitoring:*`: the same statements and actions, with those aliases.
-Conditions stay; moto treats them as met. The project's policies are in `permissions.py`.
+table a reader checks it against; a `PolicyShape` gives the statements as a target checks them (AWS: as
+written; moto's is the simulator's, `coordinator/sim/emulator_iam.py`). The project's policies are in
+`permissions.py`.
 
 Usage::
 
@@ -16,7 +15,7 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 VERSION = "2012-10-17"
@@ -86,51 +85,12 @@ def worker_trust_policy(extra_principals: tuple[str, ...] = ()) -> dict[str, Any
     }
 
 
-# moto names some actions by the service's endpoint prefix, not its IAM prefix (CloudWatch's "monitoring")
-EMULATOR_ACTION_PREFIXES = {"cloudwatch:": "monitoring:"}
-EMULATOR_UNMET_KEYS = frozenset({"s3:prefix"})  # condition keys moto has no request value for
-
-
-def _emulator_spelling(action: str) -> str | None:
-    for prefix, moto_prefix in EMULATOR_ACTION_PREFIXES.items():
-        if action.startswith(prefix):
-            return moto_prefix + action.removeprefix(prefix)
-    return None
-
-
 PolicyShape = Callable[[list[Statement]], list[Statement]]  # the statements as a target can check them
 
 
 def as_written(statements: list[Statement]) -> list[Statement]:
     """AWS's shape: AWS checks every resource ARN and condition as written."""
     return statements
-
-
-def for_emulator(statements: list[Statement]) -> list[Statement]:
-    """The same statements as moto can check them: every non-S3 request is checked against resource "*"
-    (those statements' resources widened to it), an action moto spells by its endpoint prefix is granted
-    under that name too (`cloudwatch:PutMetricData` also as `monitoring:PutMetricData`), and an `s3:prefix`
-    condition is dropped: moto fills in no request value for it, so it would find it unmet on every
-    listing."""
-    emulated = []
-    for s in statements:
-        aliases = tuple(
-            (alias, f"{why} (as moto names it)")
-            for action, why in s.actions
-            if (alias := _emulator_spelling(action)) is not None
-        )
-        s = replace(s, actions=s.actions + aliases, condition=_emulator_condition(s.condition))
-        s3_only = all(action.startswith("s3:") for action, _ in s.actions)
-        emulated.append(s if s3_only else replace(s, resources=("*",)))
-    return emulated
-
-
-def _emulator_condition(condition: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    kept = {
-        test: {key: values for key, values in keys.items() if key not in EMULATOR_UNMET_KEYS}
-        for test, keys in condition.items()
-    }
-    return {test: keys for test, keys in kept.items() if keys}
 
 
 def render(statements: list[Statement]) -> dict[str, Any]:

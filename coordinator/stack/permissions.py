@@ -12,8 +12,8 @@
 Applying the stack (`make apply-real`) creates a VPC, a bucket, a repository, a log group and an IAM policy:
 that needs an administrator of the account, not this policy.
 
-The statements, `render`, `explain` and `for_emulator` (the same policy for moto) are in `iam_documents.py`;
-the files of docs/aws/ in `policy_docs.py`.
+The statements, `render` and `explain` are in `iam_documents.py` (the same policy as moto checks it:
+`coordinator/sim/emulator_iam.py`); the files of docs/aws/ in `policy_docs.py`.
 
 Usage::
 

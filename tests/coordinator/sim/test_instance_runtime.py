@@ -20,6 +20,7 @@ from coordinator.job.fleet import Fleet
 from coordinator.job.instances import list_instances
 from coordinator.job.launch_contract import LaunchRequest, tags_for
 from coordinator.job.roles import JobRoles
+from coordinator.sim.emulator_iam import for_emulator
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.instance_runtime import InstanceRuntime
 from coordinator.sim.machine import MachineImage, SimulatedInstance
@@ -27,7 +28,6 @@ from coordinator.sim.matrix import upload_dataset
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.settings import DATASET_KEY
 from coordinator.stack.defaults import DEFAULT_MAX_LIFETIME_SECONDS
-from coordinator.stack.iam_documents import for_emulator
 
 pytestmark = pytest.mark.slow
 SCALE = 7_200.0
