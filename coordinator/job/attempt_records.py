@@ -26,19 +26,19 @@ def attempt_records(
     records = []
     table, job_quotes = PriceTable.load(), JobQuotes.single(quotes, spec.instance_type)
     for a in state.attempts(spec.job_id):
-        if a["instance_id"] is None or a["ended_at"] is None:
+        if a.instance_id is None or a.ended_at is None:
             continue
-        quote = job_quotes.of(a["market"], a["instance_type"])  # its own pool's type
+        quote = job_quotes.of(a.market, a.instance_type)  # its own pool's type
         records.append(
             AttemptRecord(
                 job_id=spec.job_id,
                 provider=spec.provider,
                 region=spec.region,
-                gpus=table.gpus(spec.provider, a["instance_type"]),
+                gpus=table.gpus(spec.provider, a.instance_type),
                 rate_usd_per_hour=quote.rate_usd_per_hour,
                 price_source=quote.source,
                 billing=quote.billing.name,
-                **{column: a[column] for column in RECORD_COLUMNS},
+                **{column: getattr(a, column) for column in RECORD_COLUMNS},
             )
         )
     return records

@@ -213,7 +213,7 @@ class AttemptBook:
 
     def best_rate_seen(self) -> float:
         """Rows per cloud second: the best any ended attempt of the job had, else the planned rate."""
-        seen = [a["rows_per_s"] for a in self.state.attempts(self.job_id) if a["rows_per_s"]]
+        seen = [a.rows_per_s for a in self.state.attempts(self.job_id) if a.rows_per_s]
         return max(seen) if seen else self.spec.planned_rows_per_s
 
     # -- ending -------------------------------------------------------------------------------------------
@@ -234,7 +234,7 @@ class AttemptBook:
         checkpoint = load_checkpoint(self.store, segment)
         rows_checkpointed = checkpoint.rows_done if checkpoint else 0
         earlier = self.state.attempts(self.job_id, segment)
-        kept_before = sum(a["rows_kept"] for a in earlier if a["ended_at"] is not None)
+        kept_before = sum(a.rows_kept for a in earlier if a.ended_at is not None)
         beat = view.heartbeat if view else self.monitor.latest_heartbeat(attempt.attempt_id)
         rows_seen = beat.rows_done if beat else rows_checkpointed
         quote = self.quotes.of(attempt.market, tracked.instance_type)
@@ -281,12 +281,12 @@ class AttemptBook:
     # -- reading ------------------------------------------------------------------------------------------
 
     def history(self, segment: str) -> SegmentHistory:
-        attempts = [a for a in self.state.attempts(self.job_id, segment) if a["ended_at"] is not None]
+        attempts = [a for a in self.state.attempts(self.job_id, segment) if a.ended_at is not None]
 
         def count(market: str, reasons: tuple[str, ...]) -> int:
-            return sum(a["market"] == market and a["end_reason"] in reasons for a in attempts)
+            return sum(a.market == market and a.end_reason in reasons for a in attempts)
 
-        last: Market | None = attempts[-1]["market"] if attempts else None
+        last: Market | None = attempts[-1].market if attempts else None
         leaving = self.leaving.get(segment)  # warned: an interruption already, though not yet ended
         if leaving is not None:
             last = "spot" if leaving.active.market == "spot" else "on-demand"

@@ -46,7 +46,6 @@ from coordinator.errors import (
     RunStorageError,
     ThrottledError,
 )
-from coordinator.job import state as states
 from coordinator.job.attempt_records import attempt_records
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.clock import CloudClock
@@ -61,7 +60,7 @@ from coordinator.job.launch_passes import launch_pass_for
 from coordinator.job.monitor import AttemptView, Monitor
 from coordinator.job.reconcile import reconcile
 from coordinator.job.spec import JobSpec
-from coordinator.job.state import CoordinatorState
+from coordinator.job.state import CoordinatorState, SegmentState
 from coordinator.job.status import SegmentStatus, StatusLog, statuses
 from coordinator.policies.deadline import DeadlinePolicy
 from coordinator.policies.registry import Policy
@@ -197,7 +196,7 @@ class Controller:
 
     def _finished(self) -> bool:
         segments = self.state.segments(self.spec.job_id)
-        return all(row.state in states.TERMINAL for row in segments) and not self.book.leaving
+        return all(row.state.is_terminal for row in segments) and not self.book.leaving
 
     # -- acting on what the monitor saw -----------------------------------------------------------------
 
@@ -211,17 +210,17 @@ class Controller:
             and time.time() - book.switching[segment] < self.spec.heartbeat_timeout
         ):
             return  # terminated on purpose: its drain heartbeat is on the way
-        if view.verdict in ("running", "done", "draining", "failed") and current == states.LAUNCHING:
+        if view.verdict in ("running", "done", "draining", "failed") and current == SegmentState.LAUNCHING:
             self.state.set_running(job, segment, reason=f"first heartbeat from {view.attempt.instance_id}")
             book.boots_seen.append(self.clock.now() - book.active[segment].launched_cloud)
         # a coordinator that died between a move and the end of the attempt finds the move made: no repeat
         if view.verdict == "done":
-            if current != states.DONE:
+            if current != SegmentState.DONE:
                 self.state.set_done(job, segment, reason=view.reason)
                 crash_point("after-state-done")
             book.end(segment, "done", view)
         elif view.verdict == "draining":
-            if current != states.DRAINING:
+            if current != SegmentState.DRAINING:
                 self.state.set_draining(job, segment, reason=view.reason)
                 crash_point("after-state-draining")
             book.end(segment, "switched" if switching else "interrupted", view)
@@ -273,12 +272,12 @@ class Controller:
         failures = {
             row.segment_id: self.book.failures.get(row.segment_id, last_reason.get(row.segment_id, "unknown"))
             for row in rows
-            if row.state == states.FAILED
+            if row.state == SegmentState.FAILED
         }
         return JobOutcome(
             job_id=self.spec.job_id,
             segments_total=len(self.book.index),
-            segments_done=sum(row.state == states.DONE for row in rows),
+            segments_done=sum(row.state == SegmentState.DONE for row in rows),
             failures=failures,
             attempts=attempt_records(self.state, self.spec, self.book.quotes),
             started_cloud=started_cloud,

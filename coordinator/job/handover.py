@@ -41,11 +41,11 @@ import logging
 from collections.abc import Callable
 
 from coordinator.errors import LaunchError
-from coordinator.job import state as states
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.end_reasons import SPOT_TERMINATION
 from coordinator.job.events import EventQueue, InstanceEvent
 from coordinator.job.monitor import AttemptView
+from coordinator.job.state import SegmentState
 from coordinator.job.tracked import Tracked
 
 log = logging.getLogger("coordinator")
@@ -82,18 +82,18 @@ class Handover:
         why = f"EC2 {what} for {event.instance_id} (EventBridge)"
         if rebalance:
             self._avoid_its_pool(book.active[segment])
-        if rebalance and current == states.RUNNING:
+        if rebalance and current == SegmentState.RUNNING:
             self.rebalanced[book.active[segment].active.attempt_id] = False
-        if rebalance and current == states.LAUNCHING:
+        if rebalance and current == SegmentState.LAUNCHING:
             log.info("%s: %s while it boots: kept (its pool is tried last from now)", segment, why)
             return False  # at risk, not reclaimed: the boot goes on; a warning, if one comes, replaces it
-        if current == states.RUNNING:
+        if current == SegmentState.RUNNING:
             book.state.set_draining(job, segment, reason=why)
             self._leave(segment)
             book.state.set_interrupted(
                 job, segment, reason="warned: the replacement launches while it drains"
             )
-        elif current == states.LAUNCHING:  # nothing to drain: stopped now, closed once its instance is gone
+        elif current == SegmentState.LAUNCHING:  # nothing to drain: stopped now, closed once it is gone
             book.state.set_lost(job, segment, reason=f"{why} while it booted")
             self._leave(segment)
             book.fleet.terminate([event.instance_id])

@@ -20,16 +20,15 @@ import time
 from typing import Protocol
 
 from coordinator.cost.pricing import Market
-from coordinator.job import state as states
 from coordinator.job.attempts import AttemptBook
-from coordinator.job.state import SegmentRow
+from coordinator.job.state import SegmentRow, SegmentState
 from coordinator.policies.base import Cause, beyond_retry
 from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
 from coordinator.policies.recovery import RecoveryPolicy
 from inference.checkpoint import load_checkpoint
 
 log = logging.getLogger("coordinator")
-WAITING = (states.PENDING, states.INTERRUPTED, states.FAILED_LAUNCH)
+WAITING = (SegmentState.PENDING, SegmentState.INTERRUPTED, SegmentState.FAILED_LAUNCH)
 
 
 class LaunchPass(Protocol):
@@ -44,13 +43,13 @@ class RecoveryPass:
     def run(self) -> None:
         book, now = self.book, self.book.clock.now()
         for row in book.state.segments(book.job_id):
-            if row.state == states.PENDING:
+            if row.state == SegmentState.PENDING:
                 market = self.policy.launch(book.index[row.segment_id], len(book.index))
                 book.launch(row, market, f"initial launch on {market} ({self.policy.name})")
-            elif row.state in (states.INTERRUPTED, states.FAILED_LAUNCH):
+            elif row.state in (SegmentState.INTERRUPTED, SegmentState.FAILED_LAUNCH):
                 if now < book.not_before.get(row.segment_id, 0.0):
                     continue
-                cause: Cause = "interrupted" if row.state == states.INTERRUPTED else "failed-launch"
+                cause: Cause = "interrupted" if row.state == SegmentState.INTERRUPTED else "failed-launch"
                 decision = self.policy.recover(book.history(row.segment_id), cause)
                 if decision.market is None:
                     book.fail(row.segment_id, decision.reason)
@@ -68,7 +67,7 @@ class DeadlinePass:
         for row in self.book.state.segments(self.book.job_id):
             if row.state in WAITING:
                 self._place(row, speed)
-            elif row.state == states.RUNNING and row.segment_id not in self.book.switching:
+            elif row.state == SegmentState.RUNNING and row.segment_id not in self.book.switching:
                 self._maybe_back_to_spot(row, speed)
 
     def _place(self, row: SegmentRow, speed: tuple[float, float]) -> None:
@@ -78,7 +77,7 @@ class DeadlinePass:
         if market is None:
             return  # wait for spot: the slack allows it
         history = book.history(segment)
-        failed_here = row.state == states.FAILED_LAUNCH and history.last_market == market
+        failed_here = row.state == SegmentState.FAILED_LAUNCH and history.last_market == market
         if failed_here and book.clock.now() < book.not_before.get(segment, 0.0):
             return  # this market refused this segment a moment ago
         exhausted = beyond_retry(history)

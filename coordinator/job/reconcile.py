@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import logging
 
-from coordinator.job import state as states
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.heartbeats import read_heartbeat
 from coordinator.job.monitor import ActiveAttempt, AttemptView, Verdict
+from coordinator.job.state import SegmentState
 from coordinator.job.tracked import Tracked, attempt_label
 
 log = logging.getLogger("coordinator")
@@ -39,46 +39,47 @@ def reconcile(book: AttemptBook) -> None:
     instances = book.fleet.job_instances(job)
     open_attempts = book.state.open_attempts(job)
     for attempt in open_attempts:
-        row = book.state.segment(job, attempt["segment_id"])
-        label = attempt_label(attempt["attempt_id"], attempt["market"])
-        if attempt["instance_id"] is None:  # stopped around the launch call: repeat it (adopts if it ran)
-            log.info("%s: repeating the launch call of %s", row.segment_id, attempt["attempt_id"])
-            book.call_launch(row, attempt["attempt_id"], attempt["market"], label, repeat=True)
+        row = book.state.segment(job, attempt.segment_id)
+        label = attempt_label(attempt.attempt_id, attempt.market)
+        if attempt.instance_id is None:  # stopped around the launch call: repeat it (adopts if it ran)
+            log.info("%s: repeating the launch call of %s", row.segment_id, attempt.attempt_id)
+            book.call_launch(row, attempt.attempt_id, attempt.market, label, repeat=True)
             continue
-        clock = book.clock
-        launched_wall = clock.origin + (attempt["launched_at"] - clock.origin) / clock.scale
+        clock, launched = book.clock, attempt.launched_at
+        assert launched is not None, attempt  # written with its instance id, in one update
+        launched_wall = clock.origin + (launched - clock.origin) / clock.scale
         active = ActiveAttempt(
-            row.segment_id, attempt["attempt_id"], attempt["instance_id"], attempt["market"], launched_wall
+            row.segment_id, attempt.attempt_id, attempt.instance_id, attempt.market, launched_wall
         )
-        kind = attempt["instance_type"]
-        tracked = Tracked(active, book.index[row.segment_id], attempt["launched_at"], label, kind)
-        if row.state == states.INTERRUPTED:  # warned; stopped before its replacement was launched
+        kind = attempt.instance_type
+        tracked = Tracked(active, book.index[row.segment_id], launched, label, kind)
+        if row.state == SegmentState.INTERRUPTED:  # warned; stopped before its replacement was launched
             book.leaving[row.segment_id] = tracked
             continue
         if row.segment_id in book.active:  # launched in order: the earlier one was warned and is leaving
             book.leaving[row.segment_id] = book.active[row.segment_id]
         book.active[row.segment_id] = tracked
-        info = instances.get(attempt["instance_id"])
+        info = instances.get(attempt.instance_id)
         listed = info.state if info else "not listed"
-        log.info("%s: adopted %s (%s) after a restart", row.segment_id, attempt["instance_id"], listed)
-        if row.state in states.TERMINAL:  # moved, not closed: close it, billed to the instance's own end
+        log.info("%s: adopted %s (%s) after a restart", row.segment_id, attempt.instance_id, listed)
+        if row.state.is_terminal:  # moved, not closed: close it, billed to the instance's own end
             beat = read_heartbeat(book.store, row.segment_id)
             beat = beat if beat is not None and beat.attempt == active.attempt_id else None
-            reason: Verdict = "done" if row.state == states.DONE else "failed"
+            reason: Verdict = "done" if row.state == SegmentState.DONE else "failed"
             view = AttemptView(
                 active, reason, "restart: closing the attempt", info.state if info else None, beat
             )
             book.end(row.segment_id, reason, view)
-    with_attempt = {a["segment_id"] for a in open_attempts}
+    with_attempt = {a.segment_id for a in open_attempts}
     for row in book.state.segments(job):
         if row.segment_id in with_attempt:
             continue
-        if row.state == states.LAUNCHING:
+        if row.state == SegmentState.LAUNCHING:
             book.state.set_failed_launch(
                 job, row.segment_id, reason="restart: stopped before the launch call"
             )
-        elif row.state in (states.RUNNING, states.DRAINING, states.LOST):
-            if row.state == states.RUNNING:
+        elif row.state in (SegmentState.RUNNING, SegmentState.DRAINING, SegmentState.LOST):
+            if row.state == SegmentState.RUNNING:
                 book.state.set_lost(job, row.segment_id, reason="restart: its attempt had ended")
             book.state.set_interrupted(job, row.segment_id, reason="restart: resuming from the checkpoint")
 
@@ -86,15 +87,15 @@ def reconcile(book: AttemptBook) -> None:
 def settle_reservations(book: AttemptBook) -> None:
     """Step 5 of the module docstring."""
     prefix = f"{book.job_id}/"
-    attempts = {a["attempt_id"]: a for a in book.state.attempts(book.job_id)}
+    attempts = {a.attempt_id: a for a in book.state.attempts(book.job_id)}
     for label, reservations in book.guard.state().reservations.items():
         attempt_id, _, _market = label.rpartition(" ")
         if not attempt_id.startswith(prefix):
             continue
         attempt = attempts.get(attempt_id)
-        if attempt is not None and attempt["ended_at"] is None:
+        if attempt is not None and attempt.ended_at is None:
             continue  # still open: it is adopted and settled when it ends
-        cost = float(attempt["cost_usd"] or 0.0) if attempt is not None else 0.0
+        cost = float(attempt.cost_usd or 0.0) if attempt is not None else 0.0
         for index, _ in enumerate(reservations):  # a second one of a label (an old double) costs nothing
             book.guard.record_actual(label, cost if index == 0 else 0.0)
         why = "ended before its cost was recorded" if attempt else "was authorized, never launched"

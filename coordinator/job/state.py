@@ -27,26 +27,50 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from coordinator.cost.pricing import Market
 from coordinator.errors import InvalidTransition, RunStorageError, SpotbatchError
 from coordinator.job.state_schema import SCHEMA, upgrade
 
-PENDING, LAUNCHING, RUNNING, DRAINING, LOST = "PENDING", "LAUNCHING", "RUNNING", "DRAINING", "LOST"
-INTERRUPTED, FAILED_LAUNCH, DONE, FAILED = "INTERRUPTED", "FAILED_LAUNCH", "DONE", "FAILED"
-TERMINAL = frozenset({DONE, FAILED})
+
+class SegmentState(StrEnum):
+    """Where a segment is (module docstring); the value is what the state file and the event log hold."""
+
+    PENDING = "PENDING"
+    LAUNCHING = "LAUNCHING"
+    RUNNING = "RUNNING"
+    DRAINING = "DRAINING"
+    LOST = "LOST"
+    INTERRUPTED = "INTERRUPTED"
+    FAILED_LAUNCH = "FAILED_LAUNCH"
+    DONE = "DONE"
+    FAILED = "FAILED"
+
+    @classmethod
+    def terminal(cls) -> frozenset[SegmentState]:
+        """The states a segment never leaves."""
+        return frozenset({cls.DONE, cls.FAILED})
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in SegmentState.terminal()
+
+
+S = SegmentState
 # target state -> the states it may come from
-ALLOWED_FROM: dict[str, frozenset[str]] = {
-    LAUNCHING: frozenset({PENDING, INTERRUPTED, FAILED_LAUNCH}),
-    RUNNING: frozenset({LAUNCHING}),
-    DRAINING: frozenset({RUNNING}),
-    LOST: frozenset({LAUNCHING, RUNNING, DRAINING}),
-    INTERRUPTED: frozenset({DRAINING, LOST}),
-    FAILED_LAUNCH: frozenset({LAUNCHING}),
-    DONE: frozenset({RUNNING, DRAINING}),
-    FAILED: frozenset({FAILED_LAUNCH, INTERRUPTED, RUNNING}),
+ALLOWED_FROM: dict[SegmentState, frozenset[SegmentState]] = {
+    S.LAUNCHING: frozenset({S.PENDING, S.INTERRUPTED, S.FAILED_LAUNCH}),
+    S.RUNNING: frozenset({S.LAUNCHING}),
+    S.DRAINING: frozenset({S.RUNNING}),
+    S.LOST: frozenset({S.LAUNCHING, S.RUNNING, S.DRAINING}),
+    S.INTERRUPTED: frozenset({S.DRAINING, S.LOST}),
+    S.FAILED_LAUNCH: frozenset({S.LAUNCHING}),
+    S.DONE: frozenset({S.RUNNING, S.DRAINING}),
+    S.FAILED: frozenset({S.FAILED_LAUNCH, S.INTERRUPTED, S.RUNNING}),
 }
 
 
@@ -56,9 +80,39 @@ class SegmentRow:
     segment_id: str
     start: int
     stop: int
-    state: str
+    state: SegmentState
     market: str | None
     attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRow:
+    """One attempt as the state file holds it: launched (an instance id and time) and ended (a reason, its
+    rows and cost) once each."""
+
+    attempt_id: str
+    job_id: str
+    segment_id: str
+    market: Market
+    instance_type: str
+    instance_id: str | None
+    launched_at: float | None
+    ended_at: float | None
+    end_reason: str | None
+    rows_kept: int
+    rows_wasted: int
+    rows_per_s: float
+    billed_seconds: int | None
+    cost_usd: float | None
+    heartbeat_puts: int
+
+
+def _segment_row(row: tuple[Any, ...]) -> SegmentRow:
+    job_id, segment_id, start, stop, state, market, attempts = row
+    return SegmentRow(job_id, segment_id, start, stop, SegmentState(state), market, attempts)
+
+
+ATTEMPT_COLUMNS = ", ".join(f.name for f in fields(AttemptRow))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +198,7 @@ class CoordinatorState:
                 db.execute(
                     "INSERT INTO segments (job_id, segment_id, start, stop, state, updated_at) VALUES (?, "
                     "?, ?, ?, ?, ?)",
-                    (job_id, segment_id, start, stop, PENDING, now),
+                    (job_id, segment_id, start, stop, S.PENDING, now),
                 )
             self._event(db, job_id, None, None, None, "job created")
             return True
@@ -167,7 +221,7 @@ class CoordinatorState:
             "ORDER BY segment_id",
             (job_id,),
         ).fetchall()
-        return [SegmentRow(*row) for row in rows]
+        return [_segment_row(row) for row in rows]
 
     def segment(self, job_id: str, segment_id: str) -> SegmentRow:
         row = self._db.execute(
@@ -177,10 +231,10 @@ class CoordinatorState:
         ).fetchone()
         if row is None:
             raise SpotbatchError(f"job {job_id!r} has no segment {segment_id!r}")
-        return SegmentRow(*row)
+        return _segment_row(row)
 
     def _transition(
-        self, job_id: str, segment_id: str, target: str, reason: str, market: str | None = None
+        self, job_id: str, segment_id: str, target: SegmentState, reason: str, market: str | None = None
     ) -> None:
         allowed = ALLOWED_FROM[target]
         placeholders = ", ".join("?" for _ in allowed)
@@ -190,7 +244,7 @@ class CoordinatorState:
             ).fetchone()
             if row is None:
                 raise SpotbatchError(f"job {job_id!r} has no segment {segment_id!r}")
-            launching = 1 if target == LAUNCHING else 0
+            launching = 1 if target == S.LAUNCHING else 0
             changed = db.execute(
                 f"UPDATE segments SET state = ?, market = COALESCE(?, market), attempts = attempts + ?, "
                 f"updated_at = ? WHERE job_id = ? AND segment_id = ? AND state IN ({placeholders})",
@@ -204,28 +258,28 @@ class CoordinatorState:
             self._event(db, job_id, segment_id, row[0], target, reason)
 
     def set_launching(self, job_id: str, segment_id: str, *, market: str, reason: str) -> None:
-        self._transition(job_id, segment_id, LAUNCHING, reason, market)
+        self._transition(job_id, segment_id, S.LAUNCHING, reason, market)
 
     def set_running(self, job_id: str, segment_id: str, *, reason: str) -> None:
-        self._transition(job_id, segment_id, RUNNING, reason)
+        self._transition(job_id, segment_id, S.RUNNING, reason)
 
     def set_draining(self, job_id: str, segment_id: str, *, reason: str) -> None:
-        self._transition(job_id, segment_id, DRAINING, reason)
+        self._transition(job_id, segment_id, S.DRAINING, reason)
 
     def set_lost(self, job_id: str, segment_id: str, *, reason: str) -> None:
-        self._transition(job_id, segment_id, LOST, reason)
+        self._transition(job_id, segment_id, S.LOST, reason)
 
     def set_interrupted(self, job_id: str, segment_id: str, *, reason: str) -> None:
-        self._transition(job_id, segment_id, INTERRUPTED, reason)
+        self._transition(job_id, segment_id, S.INTERRUPTED, reason)
 
     def set_failed_launch(self, job_id: str, segment_id: str, *, reason: str) -> None:
-        self._transition(job_id, segment_id, FAILED_LAUNCH, reason)
+        self._transition(job_id, segment_id, S.FAILED_LAUNCH, reason)
 
     def set_done(self, job_id: str, segment_id: str, *, reason: str) -> None:
-        self._transition(job_id, segment_id, DONE, reason)
+        self._transition(job_id, segment_id, S.DONE, reason)
 
     def set_failed(self, job_id: str, segment_id: str, *, reason: str) -> None:
-        self._transition(job_id, segment_id, FAILED, reason)
+        self._transition(job_id, segment_id, S.FAILED, reason)
 
     # -- attempts --------------------------------------------------------------------------------------------
 
@@ -275,18 +329,18 @@ class CoordinatorState:
             if changed != 1:
                 raise InvalidTransition(f"attempt {attempt_id} is unknown or already ended")
 
-    def open_attempts(self, job_id: str) -> list[dict[str, Any]]:
+    def open_attempts(self, job_id: str) -> list[AttemptRow]:
         """Attempts without an end: after a restart, these instances are adopted or recovered."""
-        return [a for a in self.attempts(job_id) if a["ended_at"] is None]
+        return [a for a in self.attempts(job_id) if a.ended_at is None]
 
-    def attempts(self, job_id: str, segment_id: str | None = None) -> list[dict[str, Any]]:
-        """Every attempt of the job (or of one segment), in launch order, as dicts of the table's columns."""
-        query = "SELECT * FROM attempts WHERE job_id = ?" + (" AND segment_id = ?" if segment_id else "")
+    def attempts(self, job_id: str, segment_id: str | None = None) -> list[AttemptRow]:
+        """Every attempt of the job (or of one segment), in launch order."""
+        query = f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE job_id = ?"
+        query += " AND segment_id = ?" if segment_id else ""
         cursor = self._db.execute(
             query + " ORDER BY rowid", (job_id, segment_id) if segment_id else (job_id,)
         )
-        names = [column[0] for column in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return [AttemptRow(*row) for row in cursor.fetchall()]
 
     def events(self, job_id: str) -> list[EventRow]:
         rows = self._db.execute(

@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass
 
 from coordinator.cost.billing import cost_usd
-from coordinator.job import state as states
 from coordinator.job.attempts import AttemptBook
+from coordinator.job.state import SegmentState
 
 log = logging.getLogger("coordinator")
 
@@ -37,7 +37,7 @@ class SegmentStatus:
 def statuses(book: AttemptBook) -> list[SegmentStatus]:
     costs: dict[str, float] = {}
     for a in book.state.attempts(book.job_id):
-        costs[a["segment_id"]] = costs.get(a["segment_id"], 0.0) + (a["cost_usd"] or 0.0)
+        costs[a.segment_id] = costs.get(a.segment_id, 0.0) + (a.cost_usd or 0.0)
     now = book.clock.now()
     rows = []
     for row in book.state.segments(book.job_id):
@@ -47,7 +47,9 @@ def statuses(book: AttemptBook) -> list[SegmentStatus]:
         if tracked:
             quote = book.quotes.of(tracked.active.market, tracked.instance_type)
             running_cost = cost_usd(quote.rate_usd_per_hour, max(0.0, now - tracked.launched_cloud))
-        done_rows = row.stop - row.start if row.state == states.DONE else (beat.rows_done if beat else 0)
+        done_rows = (
+            row.stop - row.start if row.state == SegmentState.DONE else (beat.rows_done if beat else 0)
+        )
         rows.append(
             SegmentStatus(
                 row.segment_id,

@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 
-from coordinator.job import state as states
 from coordinator.job.events import InstanceEvent
 from coordinator.job.handover import Handover
 from coordinator.job.monitor import ActiveAttempt
 from coordinator.job.pools import CapacityPools
-from coordinator.job.state import CoordinatorState
+from coordinator.job.state import CoordinatorState, SegmentState
 from coordinator.job.tracked import Tracked
 
 SUBNETS = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b"}
@@ -63,7 +62,7 @@ def event(kind: str) -> InstanceEvent:
 
 def test_a_rebalance_recommendation_keeps_a_booting_attempt_and_avoids_its_pool(book: Any) -> None:
     Handover(book).act(event("rebalance"))
-    assert book.state.segment("j", "seg-0000").state == states.LAUNCHING and "seg-0000" in book.active
+    assert book.state.segment("j", "seg-0000").state == SegmentState.LAUNCHING and "seg-0000" in book.active
     assert book.ended == []
     assert book.fleet.pools.order("seg-0000", "spot")[-1].zone == "us-east-1a"  # its pool last
 
@@ -74,7 +73,7 @@ def test_a_warning_for_a_booting_attempt_stops_it_and_relaunches_without_waiting
     booting = book.active["seg-0000"]
     Handover(book).act(event("interruption-warning"))
     assert book.fleet.terminated == [["i-1"]]  # asked, not confirmed: the replacement launches now
-    assert book.state.segment("j", "seg-0000").state == states.INTERRUPTED
+    assert book.state.segment("j", "seg-0000").state == SegmentState.INTERRUPTED
     assert book.leaving == {"seg-0000": booting} and book.active == {}  # closed once its instance is gone
     assert book.ended == []
 

@@ -12,7 +12,7 @@ from coordinator.errors import CapacityError, PermissionDenied
 from coordinator.job.launch_batch import Outcome, PlannedLaunch, launching_together
 from coordinator.job.launch_contract import LaunchRequest
 from coordinator.job.pools import Placement
-from coordinator.job.state import SegmentRow
+from coordinator.job.state import SegmentRow, SegmentState
 
 
 class FakeFleet:
@@ -37,7 +37,7 @@ class FakeBook:
 
     def launch(self, segment: str) -> None:
         assert self.batch is not None, "inside launching_together a launch is only planned"
-        row = SegmentRow("j", segment, 0, 10, "pending", None, 0)
+        row = SegmentRow("j", segment, 0, 10, SegmentState.PENDING, None, 0)
         self.batch.append(PlannedLaunch(row, f"j/{segment}/1", "spot", f"j/{segment}/1 spot"))
 
     def request(self, planned: PlannedLaunch) -> LaunchRequest:

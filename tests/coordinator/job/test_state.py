@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.errors import InvalidTransition
-from coordinator.job.state import DONE, PENDING, CoordinatorState
+from coordinator.job.state import CoordinatorState, SegmentState
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def state(tmp_path: Path) -> CoordinatorState:
 def test_job_is_created_once(state: CoordinatorState) -> None:
     assert not state.create_job("job-1", config={"policy": "other"}, segments=[("seg-9", 0, 1)])
     assert state.job_config("job-1") == {"policy": "hybrid"}
-    assert [s.state for s in state.segments("job-1")] == [PENDING, PENDING]
+    assert [s.state for s in state.segments("job-1")] == [SegmentState.PENDING, SegmentState.PENDING]
 
 
 def test_spot_interrupted_then_on_demand_to_done(state: CoordinatorState) -> None:
@@ -39,12 +39,30 @@ def test_spot_interrupted_then_on_demand_to_done(state: CoordinatorState) -> Non
     state.set_running("job-1", "seg-0000", reason="first heartbeat")
     state.set_done("job-1", "seg-0000", reason="checkpoint done")
     segment = state.segment("job-1", "seg-0000")
-    assert (segment.state, segment.market, segment.attempts) == (DONE, "on-demand", 2)
+    assert (segment.state, segment.market, segment.attempts) == (SegmentState.DONE, "on-demand", 2)
     moves = [
         (e.from_state, e.to_state, e.reason) for e in state.events("job-1") if e.segment_id == "seg-0000"
     ]
     assert moves[3] == ("DRAINING", "INTERRUPTED", "instance terminated")
     assert moves[-1] == ("RUNNING", "DONE", "checkpoint done")
+    assert type(segment.state) is SegmentState and segment.state.is_terminal
+    assert SegmentState.terminal() == {SegmentState.DONE, SegmentState.FAILED}
+
+
+def test_attempts_come_back_as_typed_rows(state: CoordinatorState) -> None:
+    state.set_launching("job-1", "seg-0000", market="spot", reason="initial launch")
+    state.add_attempt("job-1/seg-0000/1", "job-1", "seg-0000", market="spot", instance_type="c7i.xlarge")
+    state.attempt_launched(
+        "job-1/seg-0000/1", instance_id="i-1", launched_at=10.0, instance_type="c7i.xlarge"
+    )
+    [row] = state.attempts("job-1", "seg-0000")
+    assert (row.attempt_id, row.market, row.instance_id, row.launched_at) == (
+        "job-1/seg-0000/1",
+        "spot",
+        "i-1",
+        10.0,
+    )
+    assert row.ended_at is None and row.rows_kept == 0 and state.open_attempts("job-1") == [row]
 
 
 def test_lost_and_failed_launch_paths(state: CoordinatorState) -> None:
@@ -85,8 +103,8 @@ def test_attempts_open_until_ended_once(state: CoordinatorState) -> None:
     state.attempt_launched(
         "job-1/seg-0000/1", instance_id="i-1", launched_at=100.0, instance_type="m7i.xlarge"
     )
-    assert [a["instance_id"] for a in state.open_attempts("job-1")] == ["i-1"]
-    assert state.attempts("job-1")[0]["instance_type"] == "m7i.xlarge"  # the pool EC2 placed it in
+    assert [a.instance_id for a in state.open_attempts("job-1")] == ["i-1"]
+    assert state.attempts("job-1")[0].instance_type == "m7i.xlarge"  # the pool EC2 placed it in
     state.attempt_ended("job-1/seg-0000/1", ended_at=160.0, end_reason="done", rows_kept=500, rows_wasted=0)
     assert state.open_attempts("job-1") == []
     with pytest.raises(InvalidTransition, match="already ended"):
@@ -155,10 +173,10 @@ def test_a_state_file_from_before_a_column_opens_and_gains_it(tmp_path: Path) ->
     db.close()
     state = CoordinatorState(path)
     [old] = state.attempts("j")
-    assert old["rows_kept"] == 7 and old["heartbeat_puts"] == 0
+    assert old.rows_kept == 7 and old.heartbeat_puts == 0
     state.attempt_ended(
         "j/s/1", ended_at=1.0, end_reason="done", rows_kept=7, rows_wasted=0, heartbeat_puts=42
     )
-    assert state.attempts("j")[0]["heartbeat_puts"] == 42
+    assert state.attempts("j")[0].heartbeat_puts == 42
     state.close()
-    assert CoordinatorState(path).attempts("j")[0]["heartbeat_puts"] == 42  # opened again: no second ALTER
+    assert CoordinatorState(path).attempts("j")[0].heartbeat_puts == 42  # opened again: no second ALTER
