@@ -2,7 +2,9 @@
 
 - no import cycle, between modules or between packages (coordinator's rooms, inference, reports);
 - `coordinator.sim` is imported only by commands, the simulator itself, benchmarks and tests;
-- `inference` (the worker) imports nothing from `coordinator`;
+- `inference` (the worker) imports nothing from `coordinator`, and has no simulator configuration (the
+  simulator paces it through the host hook);
+- one start/close lifecycle (`coordinator/background.py`), not one per class;
 - no module over 300 lines and no function over 60, except where the module says why at its top;
 - `ruff format` owns the layout: no marker that keeps a line from it, anywhere.
 
@@ -13,6 +15,7 @@ arrow between two rooms.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections import defaultdict
 from pathlib import Path
 
@@ -121,6 +124,34 @@ def test_the_worker_imports_nothing_from_the_coordinator() -> None:
     known = modules()
     worker = {name: targets for name, targets in graph(known).items() if name.startswith("inference")}
     assert {k: sorted(v) for k, v in worker.items() if any(t.startswith("coordinator") for t in v)} == {}
+
+
+def test_the_worker_has_no_simulator_configuration() -> None:
+    """The simulator steps into the worker only through the host hook (`inference/host_hook.py`, installed
+    by `coordinator/sim/paced_worker.py`): no configuration field or option of the worker is its."""
+    from inference.config import WorkerConfig
+    from inference.worker import build_parser
+
+    fields = {f.name for f in dataclasses.fields(WorkerConfig)}
+    options = {o for action in build_parser()._actions for o in action.option_strings}
+    assert fields & {"pace", "ready_at", "pace_report"} == set()
+    assert {o for o in options if "pace" in o or "ready" in o} == set()
+    for path in (REPO / "inference").glob("*.py"):
+        assert "simulator only" not in path.read_text(encoding="utf-8").lower(), path
+
+
+def test_one_lifecycle_base() -> None:
+    """start/close with a `with` block: written once (`coordinator/background.py`), inherited elsewhere."""
+    own = [
+        f"{name}.{node.name}"
+        for name, path in modules().items()
+        if name != "coordinator.background"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+        and any(isinstance(f, ast.FunctionDef) and f.name == "__enter__" for f in node.body)
+        and any(isinstance(f, ast.FunctionDef) and f.name == "start" for f in node.body)
+    ]
+    assert own == []
 
 
 def test_modules_and_functions_stay_small() -> None:
