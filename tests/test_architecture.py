@@ -5,6 +5,7 @@
 - `inference` (the worker) imports nothing from `coordinator`, and has no simulator configuration (the
   simulator paces it through the host hook);
 - one start/close lifecycle (`coordinator/background.py`), not one per class;
+- the attempt book's fields change only through its verbs (`coordinator/job/attempts.py`);
 - no module over 300 lines and no function over 60, except where the module says why at its top;
 - `ruff format` owns the layout: no marker that keeps a line from it, anywhere.
 
@@ -152,6 +153,50 @@ def test_one_lifecycle_base() -> None:
         and any(isinstance(f, ast.FunctionDef) and f.name == "start" for f in node.body)
     ]
     assert own == []
+
+
+MUTATORS = {"pop", "popitem", "append", "extend", "insert", "remove", "clear", "update", "setdefault", "add"}
+
+
+def book_fields() -> set[str]:
+    """What the attempt book keeps: every `self.<name> = ...` of its class."""
+    tree = ast.parse((REPO / "coordinator" / "job" / "attempts.py").read_text(encoding="utf-8"))
+    book = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "AttemptBook")
+    return {
+        target.attr
+        for node in ast.walk(book)
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    }
+
+
+def test_only_the_book_changes_what_it_keeps() -> None:
+    """The segments' moves are the book's verbs: no other module assigns, deletes or mutates its fields."""
+    keeps = book_fields()
+    assert {"active", "leaving", "switching", "checkpointed", "failures"} <= keeps
+
+    def kept(node: ast.expr) -> bool:  # `book.active`, `self.book.leaving[...]`, `controller.book.batch`
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        return isinstance(node, ast.Attribute) and node.attr in keeps and "book" in ast.unparse(node.value)
+
+    found = []
+    for name, path in modules().items():
+        if name == "coordinator.job.attempts":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign | ast.Delete):
+                targets = node.targets
+            elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+                targets = [node.target]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                targets = [node.func.value] if node.func.attr in MUTATORS else []
+            found += [f"{name}:{t.lineno} {ast.unparse(t)}" for t in targets if kept(t)]
+    assert found == []
 
 
 def test_modules_and_functions_stay_small() -> None:

@@ -1,5 +1,8 @@
 """The attempts of one job: launching them (the budget guard first), ending them (terminate, price, settle).
 
+It is longer than 300 lines on purpose: the one owner of the attempts the loop watches; its verbs (the
+segments' moves) are the only writers of its fields (`tests/test_architecture.py` checks that).
+
 An attempt is one instance working on one segment. The book keeps the attempts the loop is watching
 (`active`), launches new ones through the fleet, and ends them: terminate and confirm, price by the billing
 rule, record the actual cost with the budget guard. Everything goes through the SQLite state first.
@@ -39,7 +42,8 @@ from coordinator.job.launch_contract import LaunchRequest
 from coordinator.job.monitor import ActiveAttempt, AttemptView, Monitor
 from coordinator.job.pools import Placement
 from coordinator.job.spec import JobSpec
-from coordinator.job.state import CoordinatorState, SegmentRow
+from coordinator.job.state import CoordinatorState
+from coordinator.job.state_schema import SegmentRow
 from coordinator.job.tracked import FINAL_BEATS, Tracked, attempt_label
 from coordinator.policies.base import SegmentHistory
 from inference.checkpoint import load_checkpoint
@@ -91,6 +95,57 @@ class AttemptBook:
         """FAILED for good: the state records `reason`, the outcome `why` (or the reason)."""
         self.state.set_failed(self.job_id, segment, reason=reason)
         self.failures[segment] = why or reason
+
+    # -- the segments' moves: the only writers of the fields above ------------------------------------------
+
+    def first_beat(self, segment: str) -> None:
+        """The active attempt's worker beat for the first time: its boot took this long."""
+        self.boots_seen.append(self.clock.now() - self.active[segment].launched_cloud)
+
+    def hand_over(self, segment: str) -> Tracked | None:
+        """The active attempt (warned) becomes the segment's leaving one; returns the one that was leaving
+        before (its replacement was warned within moments), for the caller to close, not to forget."""
+        earlier = self.leave(segment)
+        self.leaving[segment] = self.active.pop(segment)
+        self.checkpointed.pop(segment, None)
+        return earlier
+
+    def leave(self, segment: str) -> Tracked | None:
+        """The segment's leaving attempt, no longer watched as leaving (None: none); its drain moved the
+        checkpoint on, so the checkpoint is read again."""
+        self.checkpointed.pop(segment, None)
+        return self.leaving.pop(segment, None)
+
+    def adopt(self, tracked: Tracked, *, warned: bool) -> None:
+        """After a restart: an open attempt found again, as the leaving one if it was warned; attempts come
+        in launch order, so an active one found before it was warned and is leaving."""
+        segment = tracked.active.segment_id
+        if not warned and segment in self.active:
+            self.leaving[segment] = self.active[segment]
+        (self.leaving if warned else self.active)[segment] = tracked
+
+    def switch(self, segment: str) -> None:
+        """The segment's on-demand instance is told to stop: it drains back to spot."""
+        self.switching[segment] = time.time()
+
+    def checkpointed_rows(self, segment: str) -> int:
+        """The rows the segment's checkpoint holds, read once per attempt."""
+        if segment not in self.checkpointed:
+            checkpoint = load_checkpoint(self.store, segment)
+            self.checkpointed[segment] = checkpoint.rows_done if checkpoint else 0
+        return self.checkpointed[segment]
+
+    def on_end(self, hook: Callable[[ActiveAttempt, str], None]) -> None:
+        """`hook(attempt, end_reason)` after each attempt ends (its usage read, a failed one's log shown)."""
+        self.after_end.append(hook)
+
+    def hold_launches(self) -> None:
+        """Launches from now on are planned, to be made together (`launch_batch.py`)."""
+        self.batch = []
+
+    def release_launches(self) -> list[PlannedLaunch]:
+        planned, self.batch = self.batch or [], None
+        return planned
 
     def clock_rate(self, wall_rows_per_s: float) -> float:
         """A heartbeat's rows/s (wall) as rows per cloud second."""

@@ -60,7 +60,8 @@ from coordinator.job.launch_passes import launch_pass_for
 from coordinator.job.monitor import AttemptView, Monitor
 from coordinator.job.reconcile import reconcile
 from coordinator.job.spec import JobSpec
-from coordinator.job.state import CoordinatorState, SegmentState
+from coordinator.job.state import CoordinatorState
+from coordinator.job.state_schema import SegmentState
 from coordinator.job.status import SegmentStatus, StatusLog, statuses
 from coordinator.policies.deadline import DeadlinePolicy
 from coordinator.policies.registry import Policy
@@ -212,7 +213,7 @@ class Controller:
             return  # terminated on purpose: its drain heartbeat is on the way
         if view.verdict in ("running", "done", "draining", "failed") and current == SegmentState.LAUNCHING:
             self.state.set_running(job, segment, reason=f"first heartbeat from {view.attempt.instance_id}")
-            book.boots_seen.append(self.clock.now() - book.active[segment].launched_cloud)
+            book.first_beat(segment)
         # a coordinator that died between a move and the end of the attempt finds the move made: no repeat
         if view.verdict == "done":
             if current != SegmentState.DONE:
@@ -232,8 +233,7 @@ class Controller:
             book.end(segment, ended, view)
             self.state.set_interrupted(job, segment, reason=f"{ended}: resuming from the last checkpoint")
         elif view.verdict == "failed":
-            self.state.set_failed(job, segment, reason=view.reason)
-            book.failures[segment] = view.reason
+            book.fail(segment, view.reason)
             book.end(segment, "failed", view)
 
     # -- stop, leaks, outcome ---------------------------------------------------------------------------

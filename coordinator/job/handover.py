@@ -45,7 +45,7 @@ from coordinator.job.attempts import AttemptBook
 from coordinator.job.end_reasons import SPOT_TERMINATION
 from coordinator.job.events import EventQueue, InstanceEvent
 from coordinator.job.monitor import AttemptView
-from coordinator.job.state import SegmentState
+from coordinator.job.state_schema import SegmentState
 from coordinator.job.tracked import Tracked
 
 log = logging.getLogger("coordinator")
@@ -106,13 +106,10 @@ class Handover:
     def _leave(self, segment: str) -> None:
         """The segment's active attempt becomes its leaving one. One warned before and not yet closed (its
         replacement warned within moments) is closed first, not forgotten."""
-        book = self.book
-        earlier = book.leaving.pop(segment, None)
+        earlier = self.book.hand_over(segment)
         if earlier is not None:
             switched = self.rebalanced.pop(earlier.active.attempt_id, None) is not None
-            book.close(earlier, "switched" if switched else "interrupted", None)
-        book.leaving[segment] = book.active.pop(segment)
-        book.checkpointed.pop(segment, None)
+            self.book.close(earlier, "switched" if switched else "interrupted", None)
 
     def observe(self, view: AttemptView) -> None:
         """A leaving attempt: ended once its worker has said its last word or its instance is gone; a
@@ -124,8 +121,8 @@ class Handover:
                 self.book.fleet.terminate([attempt.instance_id])
                 log.info("%s: replacement running; stopping %s (rebalanced)", segment, attempt.instance_id)
             return
-        tracked = self.book.leaving.pop(segment)
-        self.book.checkpointed.pop(segment, None)  # its drain moved the checkpoint on: read it again
+        tracked = self.book.leave(segment)
+        assert tracked is not None, segment  # observed because it was leaving
         reclaimed = view.state_reason == SPOT_TERMINATION
         switched = self.rebalanced.pop(attempt.attempt_id, None) is not None and not reclaimed
         reason = "done" if view.verdict == "done" else "switched" if switched else "interrupted"
@@ -154,4 +151,6 @@ class Handover:
         """At the end of the job or on a stop: every leaving attempt terminated and priced."""
         for segment in list(self.book.leaving):
             log.info("%s: closing its leaving attempt (%s)", segment, why)
-            self.book.close(self.book.leaving.pop(segment), "interrupted", None)
+            tracked = self.book.leave(segment)
+            if tracked is not None:
+                self.book.close(tracked, "interrupted", None)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from coordinator.errors import AwsSetupError, LaunchError
 from coordinator.job.launch_contract import LaunchRequest
 from coordinator.job.pools import Placement
-from coordinator.job.state import SegmentRow
+from coordinator.job.state_schema import SegmentRow
 
 if TYPE_CHECKING:
     from coordinator.job.fleet import Fleet
@@ -41,7 +41,10 @@ class PlannedLaunch(NamedTuple):
 
 class Launcher(Protocol):
     fleet: Fleet
-    batch: list[PlannedLaunch] | None
+
+    def hold_launches(self) -> None: ...
+
+    def release_launches(self) -> list[PlannedLaunch]: ...
 
     def request(self, planned: PlannedLaunch) -> LaunchRequest: ...
 
@@ -50,12 +53,11 @@ class Launcher(Protocol):
 
 @contextmanager
 def launching_together(book: Launcher, launchers: int = LAUNCHERS) -> Iterator[None]:
-    book.batch = []
+    book.hold_launches()
     try:
         yield
-        planned = book.batch
     finally:
-        book.batch = None
+        planned = book.release_launches()
     make_all(book, planned, launchers)
 
 

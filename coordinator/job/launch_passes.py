@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import logging
 import statistics
-import time
 from typing import Protocol
 
 from coordinator.cost.pricing import Market
 from coordinator.job.attempts import AttemptBook
-from coordinator.job.state import SegmentRow, SegmentState
+from coordinator.job.state_schema import SegmentRow, SegmentState
 from coordinator.policies.base import Cause, beyond_retry
 from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
 from coordinator.policies.recovery import RecoveryPolicy
-from inference.checkpoint import load_checkpoint
 
 log = logging.getLogger("coordinator")
 WAITING = (SegmentState.PENDING, SegmentState.INTERRUPTED, SegmentState.FAILED_LAUNCH)
@@ -92,7 +90,7 @@ class DeadlinePass:
             return
         view = self.view(row, running="on-demand", speed=speed)
         if self.policy.choose(view) == "spot":
-            self.book.switching[row.segment_id] = time.time()
+            self.book.switch(row.segment_id)
             self.book.fleet.terminate([tracked.active.instance_id])
             log.info(
                 "%s: back to spot (slack %.0f s): stopping %s, it drains to its checkpoint",
@@ -145,13 +143,7 @@ class DeadlinePass:
         a checkpoint interval as work left twice, and lean to on-demand)."""
         leaving = self.book.leaving.get(segment)
         beat = self.book.monitor.latest_heartbeat(leaving.active.attempt_id) if leaving else None
-        return max(self._checkpointed_rows(segment), beat.rows_done if beat is not None else 0)
-
-    def _checkpointed_rows(self, segment: str) -> int:
-        if segment not in self.book.checkpointed:
-            checkpoint = load_checkpoint(self.book.store, segment)
-            self.book.checkpointed[segment] = checkpoint.rows_done if checkpoint else 0
-        return self.book.checkpointed[segment]
+        return max(self.book.checkpointed_rows(segment), beat.rows_done if beat is not None else 0)
 
 
 def launch_pass_for(book: AttemptBook, policy: RecoveryPolicy | DeadlinePolicy) -> LaunchPass:

@@ -27,7 +27,7 @@ import logging
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.heartbeats import read_heartbeat
 from coordinator.job.monitor import ActiveAttempt, AttemptView, Verdict
-from coordinator.job.state import SegmentState
+from coordinator.job.state_schema import SegmentState
 from coordinator.job.tracked import Tracked, attempt_label
 
 log = logging.getLogger("coordinator")
@@ -53,12 +53,10 @@ def reconcile(book: AttemptBook) -> None:
         )
         kind = attempt.instance_type
         tracked = Tracked(active, book.index[row.segment_id], launched, label, kind)
-        if row.state == SegmentState.INTERRUPTED:  # warned; stopped before its replacement was launched
-            book.leaving[row.segment_id] = tracked
+        warned = row.state == SegmentState.INTERRUPTED  # stopped before its replacement was launched
+        book.adopt(tracked, warned=warned)
+        if warned:
             continue
-        if row.segment_id in book.active:  # launched in order: the earlier one was warned and is leaving
-            book.leaving[row.segment_id] = book.active[row.segment_id]
-        book.active[row.segment_id] = tracked
         info = instances.get(attempt.instance_id)
         listed = info.state if info else "not listed"
         log.info("%s: adopted %s (%s) after a restart", row.segment_id, attempt.instance_id, listed)

@@ -183,7 +183,8 @@ def run_job(
                 events=_event_queue(cloud, spec.job_id) if spec.use_events else None,
             )
             tail = WorkerLogTail(cloud.logs, cloud.stack.log_group, job_id=spec.job_id)
-            controller.book.after_end += [usage.attempt_ended, tail.attempt_ended]
+            controller.book.on_end(usage.attempt_ended)
+            controller.book.on_end(tail.attempt_ended)
             try:
                 outcome = controller.run()
             finally:  # the job's instances are confirmed gone (or a kill left them to their lifetime)

@@ -27,101 +27,22 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from coordinator.cost.pricing import Market
 from coordinator.errors import InvalidTransition, RunStorageError, SpotbatchError
-from coordinator.job.state_schema import SCHEMA, upgrade
-
-
-class SegmentState(StrEnum):
-    """Where a segment is (module docstring); the value is what the state file and the event log hold."""
-
-    PENDING = "PENDING"
-    LAUNCHING = "LAUNCHING"
-    RUNNING = "RUNNING"
-    DRAINING = "DRAINING"
-    LOST = "LOST"
-    INTERRUPTED = "INTERRUPTED"
-    FAILED_LAUNCH = "FAILED_LAUNCH"
-    DONE = "DONE"
-    FAILED = "FAILED"
-
-    @classmethod
-    def terminal(cls) -> frozenset[SegmentState]:
-        """The states a segment never leaves."""
-        return frozenset({cls.DONE, cls.FAILED})
-
-    @property
-    def is_terminal(self) -> bool:
-        return self in SegmentState.terminal()
-
-
-S = SegmentState
-# target state -> the states it may come from
-ALLOWED_FROM: dict[SegmentState, frozenset[SegmentState]] = {
-    S.LAUNCHING: frozenset({S.PENDING, S.INTERRUPTED, S.FAILED_LAUNCH}),
-    S.RUNNING: frozenset({S.LAUNCHING}),
-    S.DRAINING: frozenset({S.RUNNING}),
-    S.LOST: frozenset({S.LAUNCHING, S.RUNNING, S.DRAINING}),
-    S.INTERRUPTED: frozenset({S.DRAINING, S.LOST}),
-    S.FAILED_LAUNCH: frozenset({S.LAUNCHING}),
-    S.DONE: frozenset({S.RUNNING, S.DRAINING}),
-    S.FAILED: frozenset({S.FAILED_LAUNCH, S.INTERRUPTED, S.RUNNING}),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentRow:
-    job_id: str
-    segment_id: str
-    start: int
-    stop: int
-    state: SegmentState
-    market: str | None
-    attempts: int
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptRow:
-    """One attempt as the state file holds it: launched (an instance id and time) and ended (a reason, its
-    rows and cost) once each."""
-
-    attempt_id: str
-    job_id: str
-    segment_id: str
-    market: Market
-    instance_type: str
-    instance_id: str | None
-    launched_at: float | None
-    ended_at: float | None
-    end_reason: str | None
-    rows_kept: int
-    rows_wasted: int
-    rows_per_s: float
-    billed_seconds: int | None
-    cost_usd: float | None
-    heartbeat_puts: int
-
-
-def _segment_row(row: tuple[Any, ...]) -> SegmentRow:
-    job_id, segment_id, start, stop, state, market, attempts = row
-    return SegmentRow(job_id, segment_id, start, stop, SegmentState(state), market, attempts)
-
-
-ATTEMPT_COLUMNS = ", ".join(f.name for f in fields(AttemptRow))
-
-
-@dataclass(frozen=True, slots=True)
-class EventRow:
-    ts: float
-    segment_id: str | None
-    from_state: str | None
-    to_state: str | None
-    reason: str
+from coordinator.job.state_schema import (
+    ALLOWED_FROM,
+    ATTEMPT_COLUMNS,
+    SCHEMA,
+    AttemptRow,
+    EventRow,
+    S,
+    SegmentRow,
+    SegmentState,
+    segment_row,
+    upgrade,
+)
 
 
 class CoordinatorState:
@@ -221,7 +142,7 @@ class CoordinatorState:
             "ORDER BY segment_id",
             (job_id,),
         ).fetchall()
-        return [_segment_row(row) for row in rows]
+        return [segment_row(row) for row in rows]
 
     def segment(self, job_id: str, segment_id: str) -> SegmentRow:
         row = self._db.execute(
@@ -231,7 +152,7 @@ class CoordinatorState:
         ).fetchone()
         if row is None:
             raise SpotbatchError(f"job {job_id!r} has no segment {segment_id!r}")
-        return _segment_row(row)
+        return segment_row(row)
 
     def _transition(
         self, job_id: str, segment_id: str, target: SegmentState, reason: str, market: str | None = None

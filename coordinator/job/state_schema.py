@@ -1,4 +1,5 @@
-"""The coordinator state's SQLite tables: jobs, their segments, each segment's attempts, and every transition.
+"""The coordinator state's SQLite tables: jobs, their segments, each segment's attempts, and every transition;
+the typed rows `state.py` returns, and the segment states with the moves allowed between them.
 
 `state.py` creates them (`CREATE TABLE IF NOT EXISTS`: a restart opens the same file), adds the columns a
 state file written by an older version lacks (`upgrade`), and is the only module that reads or writes them.
@@ -7,6 +8,11 @@ state file written by an older version lacks (`upgrade`), and is the only module
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from typing import Any
+
+from coordinator.cost.pricing import Market
 
 ADDED_COLUMNS = {  # column -> its definition, for state files made before it existed
     ("attempts", "heartbeat_puts"): "INTEGER NOT NULL DEFAULT 0",
@@ -40,3 +46,90 @@ def upgrade(db: sqlite3.Connection) -> None:
         present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
         if column not in present:
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+
+class SegmentState(StrEnum):
+    """Where a segment is (module docstring); the value is what the state file and the event log hold."""
+
+    PENDING = "PENDING"
+    LAUNCHING = "LAUNCHING"
+    RUNNING = "RUNNING"
+    DRAINING = "DRAINING"
+    LOST = "LOST"
+    INTERRUPTED = "INTERRUPTED"
+    FAILED_LAUNCH = "FAILED_LAUNCH"
+    DONE = "DONE"
+    FAILED = "FAILED"
+
+    @classmethod
+    def terminal(cls) -> frozenset[SegmentState]:
+        """The states a segment never leaves."""
+        return frozenset({cls.DONE, cls.FAILED})
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in SegmentState.terminal()
+
+
+S = SegmentState
+# target state -> the states it may come from
+ALLOWED_FROM: dict[SegmentState, frozenset[SegmentState]] = {
+    S.LAUNCHING: frozenset({S.PENDING, S.INTERRUPTED, S.FAILED_LAUNCH}),
+    S.RUNNING: frozenset({S.LAUNCHING}),
+    S.DRAINING: frozenset({S.RUNNING}),
+    S.LOST: frozenset({S.LAUNCHING, S.RUNNING, S.DRAINING}),
+    S.INTERRUPTED: frozenset({S.DRAINING, S.LOST}),
+    S.FAILED_LAUNCH: frozenset({S.LAUNCHING}),
+    S.DONE: frozenset({S.RUNNING, S.DRAINING}),
+    S.FAILED: frozenset({S.FAILED_LAUNCH, S.INTERRUPTED, S.RUNNING}),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRow:
+    job_id: str
+    segment_id: str
+    start: int
+    stop: int
+    state: SegmentState
+    market: str | None
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRow:
+    """One attempt as the state file holds it: launched (an instance id and time) and ended (a reason, its
+    rows and cost) once each."""
+
+    attempt_id: str
+    job_id: str
+    segment_id: str
+    market: Market
+    instance_type: str
+    instance_id: str | None
+    launched_at: float | None
+    ended_at: float | None
+    end_reason: str | None
+    rows_kept: int
+    rows_wasted: int
+    rows_per_s: float
+    billed_seconds: int | None
+    cost_usd: float | None
+    heartbeat_puts: int
+
+
+def segment_row(row: tuple[Any, ...]) -> SegmentRow:
+    job_id, segment_id, start, stop, state, market, attempts = row
+    return SegmentRow(job_id, segment_id, start, stop, SegmentState(state), market, attempts)
+
+
+ATTEMPT_COLUMNS = ", ".join(f.name for f in fields(AttemptRow))
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    ts: float
+    segment_id: str | None
+    from_state: str | None
+    to_state: str | None
+    reason: str

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from coordinator.cost.billing import cost_usd
 from coordinator.job.attempts import AttemptBook
-from coordinator.job.state import SegmentState
+from coordinator.job.state_schema import SegmentState
 
 log = logging.getLogger("coordinator")
 

@@ -10,7 +10,7 @@ that the reason a machine died is in front of whoever reads the run, not only in
 Usage::
 
     tail = WorkerLogTail(logs_client, "/spotbatch/spotbatch/workers", job_id="job-1")
-    controller.book.after_end.append(tail.attempt_ended)    # called with (attempt, end_reason)
+    controller.book.on_end(tail.attempt_ended)    # called with (attempt, end_reason)
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from coordinator.errors import CapacityError, PermissionDenied
 from coordinator.job.launch_batch import Outcome, PlannedLaunch, launching_together
 from coordinator.job.launch_contract import LaunchRequest
 from coordinator.job.pools import Placement
-from coordinator.job.state import SegmentRow, SegmentState
+from coordinator.job.state_schema import SegmentRow, SegmentState
 
 
 class FakeFleet:
@@ -34,6 +34,13 @@ class FakeBook:
         self.fleet = fleet
         self.batch: list[PlannedLaunch] | None = None
         self.settled: list[tuple[str, str]] = []
+
+    def hold_launches(self) -> None:
+        self.batch = []
+
+    def release_launches(self) -> list[PlannedLaunch]:
+        planned, self.batch = self.batch or [], None
+        return planned
 
     def launch(self, segment: str) -> None:
         assert self.batch is not None, "inside launching_together a launch is only planned"

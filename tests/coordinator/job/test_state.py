@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from coordinator.errors import InvalidTransition
-from coordinator.job.state import CoordinatorState, SegmentState
+from coordinator.job.state import CoordinatorState
+from coordinator.job.state_schema import SegmentState
 
 
 @pytest.fixture
