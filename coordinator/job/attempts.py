@@ -6,6 +6,7 @@ segments' moves) are the only writers of its fields (`tests/test_architecture.py
 An attempt is one instance working on one segment. The book keeps the attempts the loop is watching
 (`active`), launches new ones through the fleet, and ends them: terminate and confirm, price by the billing
 rule, record the actual cost with the budget guard. Everything goes through the SQLite state first.
+`Tracked` is an attempt the loop watches; `attempt_label` the budget guard's name for its reservation.
 
 Usage::
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from coordinator.cost.billing import billed_seconds, cost_usd
 from coordinator.cost.budget import BudgetGuard
@@ -44,12 +46,31 @@ from coordinator.job.pools import Placement
 from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState
 from coordinator.job.state_schema import SegmentRow
-from coordinator.job.tracked import FINAL_BEATS, Tracked, attempt_label
 from coordinator.policies.base import SegmentHistory
 from inference.checkpoint import load_checkpoint
 from inference.storage import ObjectStore
 
 log = logging.getLogger("coordinator")
+
+
+@dataclass(slots=True)
+class Tracked:
+    """An attempt the loop is watching."""
+
+    active: ActiveAttempt
+    segment_index: int
+    launched_cloud: float
+    budget_label: str
+    instance_type: str = ""  # its pool's ("" before pools were recorded: the job's first type)
+    zone: str = ""  # its pool's ("" unknown: adopted after a restart)
+
+
+FINAL_BEATS = frozenset({"done", "draining", "failed"})  # a worker's last heartbeat before it exits
+
+
+def attempt_label(attempt_id: str, market: str) -> str:
+    """The budget guard's label of an attempt: its reservation and its actual share it."""
+    return f"{attempt_id} {market}"
 
 
 class AttemptBook:

@@ -41,12 +41,11 @@ import logging
 from collections.abc import Callable
 
 from coordinator.errors import LaunchError
-from coordinator.job.attempts import AttemptBook
+from coordinator.job.attempts import AttemptBook, Tracked
 from coordinator.job.end_reasons import SPOT_TERMINATION
 from coordinator.job.events import EventQueue, InstanceEvent
 from coordinator.job.monitor import AttemptView
 from coordinator.job.state_schema import SegmentState
-from coordinator.job.tracked import Tracked
 
 log = logging.getLogger("coordinator")
 

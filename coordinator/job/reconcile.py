@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import logging
 
-from coordinator.job.attempts import AttemptBook
+from coordinator.job.attempts import AttemptBook, Tracked, attempt_label
 from coordinator.job.heartbeats import read_heartbeat
 from coordinator.job.monitor import ActiveAttempt, AttemptView, Verdict
 from coordinator.job.state_schema import SegmentState
-from coordinator.job.tracked import Tracked, attempt_label
 
 log = logging.getLogger("coordinator")
 

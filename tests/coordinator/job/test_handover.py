@@ -11,7 +11,7 @@ import pytest
 
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import PriceTable
-from coordinator.job.attempts import AttemptBook
+from coordinator.job.attempts import AttemptBook, Tracked
 from coordinator.job.clock import CloudClock
 from coordinator.job.events import InstanceEvent
 from coordinator.job.handover import Handover
@@ -20,7 +20,6 @@ from coordinator.job.pools import CapacityPools
 from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState
 from coordinator.job.state_schema import SegmentState
-from coordinator.job.tracked import Tracked
 from inference.storage import LocalStore
 
 SUBNETS = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b"}
