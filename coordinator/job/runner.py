@@ -44,8 +44,7 @@ from coordinator.job.events import EventQueue, owners_by_tag
 from coordinator.job.fleet import EC2_MAX_ATTEMPTS, Fleet
 from coordinator.job.merge import MergeReport, merge_results
 from coordinator.job.roles import JobRoles
-from coordinator.job.segments import Segment, plan_segments
-from coordinator.job.spec import JobSpec
+from coordinator.job.spec import JobSpec, Segment, plan_segments
 from coordinator.job.state import CoordinatorState
 from coordinator.job.status import SegmentStatus
 from coordinator.job.usage import UsageRecorder

@@ -22,8 +22,7 @@ from collections.abc import Callable
 
 from coordinator.cost.billing import EC2_LINUX
 from coordinator.job.runner import quotes_for
-from coordinator.job.segments import plan_segments
-from coordinator.job.spec import JobSpec
+from coordinator.job.spec import JobSpec, plan_segments
 from coordinator.sim.injector import RandomInterruptions
 from coordinator.sim.instance_runtime import POLL_SECONDS
 from coordinator.sim.settings import CONFIGURATIONS, NOTICE_POLL_EVERY, SimulatedRun, SimulationSettings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.job.segments import plan_segments
+from coordinator.job.spec import plan_segments
 
 
 def test_segments_are_contiguous_and_balanced() -> None:
