@@ -50,14 +50,13 @@ from coordinator.job.attempt_records import attempt_records
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.clock import CloudClock
 from coordinator.job.crash_points import crash_point
-from coordinator.job.end_reasons import lost_end_reason
 from coordinator.job.events import EventQueue
 from coordinator.job.fleet import Fleet
 from coordinator.job.handover import Handover
 from coordinator.job.instance_watch import FULL_LOOK_SECONDS
 from coordinator.job.launch_batch import launching_together
 from coordinator.job.launch_passes import launch_pass_for
-from coordinator.job.monitor import AttemptView, Monitor
+from coordinator.job.monitor import AttemptView, Monitor, lost_end_reason
 from coordinator.job.reconcile import reconcile
 from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState

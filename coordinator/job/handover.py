@@ -42,9 +42,8 @@ from collections.abc import Callable
 
 from coordinator.errors import LaunchError
 from coordinator.job.attempts import AttemptBook, Tracked
-from coordinator.job.end_reasons import SPOT_TERMINATION
 from coordinator.job.events import EventQueue, InstanceEvent
-from coordinator.job.monitor import AttemptView
+from coordinator.job.monitor import SPOT_TERMINATION, AttemptView
 from coordinator.job.state_schema import SegmentState
 
 log = logging.getLogger("coordinator")
