@@ -55,15 +55,14 @@ from coordinator.job.fleet import Fleet
 from coordinator.job.handover import Handover
 from coordinator.job.instance_watch import FULL_LOOK_SECONDS
 from coordinator.job.launch_batch import launching_together
-from coordinator.job.launch_passes import launch_pass_for
+from coordinator.job.launch_passes import LaunchPass
 from coordinator.job.monitor import AttemptView, Monitor, lost_end_reason
 from coordinator.job.reconcile import reconcile
 from coordinator.job.spec import JobSpec
 from coordinator.job.state import CoordinatorState
 from coordinator.job.state_schema import SegmentState
 from coordinator.job.status import SegmentStatus, StatusLog, statuses
-from coordinator.policies.deadline import DeadlinePolicy
-from coordinator.policies.registry import Policy
+from coordinator.policies.registry import Policy, driver_for
 from inference.storage import ObjectStore
 
 log = logging.getLogger("coordinator")
@@ -102,7 +101,8 @@ class Controller:
         on_cycle: Callable[[list[SegmentStatus]], None] | None = None,
         events: EventQueue | None = None,
     ) -> None:
-        if isinstance(policy, DeadlinePolicy) and spec.deadline_seconds is None:
+        driver = driver_for(policy)
+        if driver.needs_deadline and spec.deadline_seconds is None:
             raise DeadlineRequired(f"policy {policy.name!r} needs the job's deadline (deadline_seconds)")
         self.spec = spec
         self.state = state
@@ -127,7 +127,7 @@ class Controller:
             clock=clock,
             monitor=self.monitor,
         )
-        self.launch_pass = launch_pass_for(self.book, policy)
+        self.launch_pass = LaunchPass(self.book, driver)
         self.events = events
         self.handover = Handover(self.book)
         self.status_log = StatusLog(self.book, spec.status_every)

@@ -3,7 +3,7 @@
 Usage::
 
     policy = make_policy("deadline", reserve_hours=1.0)
-    isinstance(policy, DeadlinePolicy)        # the kind decides who drives it (controller, what-if engine)
+    driver = driver_for(policy)               # the kind decides how it is asked (drivers.py)
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from coordinator.policies.deadline import (
     SafetyGreedy,
     UniformProgress,
 )
+from coordinator.policies.drivers import DeadlineDriver, Driver, RecoveryDriver
 from coordinator.policies.recovery import Hybrid, OnDemand, RecoveryPolicy, SpotOnly
 
 Policy = RecoveryPolicy | DeadlinePolicy
@@ -39,3 +40,10 @@ def make_policy(name: str, **options: float | int) -> Policy:
         return cls(**options)  # type: ignore[arg-type]
     except TypeError as error:  # an option this policy does not take
         raise UnknownPolicy(f"policy {name!r} does not take the options {sorted(options)}: {error}") from None
+
+
+def driver_for(policy: Policy) -> Driver:
+    """The driver of the policy's kind: the one place that asks which kind a policy is."""
+    if isinstance(policy, DeadlinePolicy):
+        return DeadlineDriver(policy)
+    return RecoveryDriver(policy)

@@ -35,9 +35,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from coordinator.errors import WhatIfError
-from coordinator.policies.deadline import DeadlinePolicy
-from coordinator.policies.registry import Policy
-from coordinator.whatif.drivers import DeadlineDriver, RecoveryDriver
+from coordinator.policies.registry import Policy, driver_for
+from coordinator.whatif.drivers import TraceSegment
 from coordinator.whatif.job import Outcome, WhatIfJob
 from coordinator.whatif.rebalance import recommended, replace_early
 from coordinator.whatif.segment import Segment
@@ -56,11 +55,7 @@ def simulate_segment(
 ) -> Outcome:
     total = job.segment_work_seconds
     segment = Segment(job, gap_seconds)
-    driver: DeadlineDriver | RecoveryDriver = (
-        DeadlineDriver(policy, job)
-        if isinstance(policy, DeadlinePolicy)
-        else RecoveryDriver(policy, index, job.instances)
-    )
+    driver = TraceSegment(driver_for(policy), segment, index, job.instances)
     zones = available if isinstance(available, ZoneSet) else ZoneSet.one(available)
     held = zones.columns[0]  # the availability of the zone the spot instance holds
     lead = job.rebalance_lead_seconds
@@ -89,7 +84,7 @@ def simulate_segment(
             driver.reclaimed()
         if driver.gave_up:
             break
-        choice = driver.decide(segment, now, spot_available, reclaimed)
+        choice = driver.decide(now, spot_available, reclaimed)
         if choice != segment.running:
             if segment.running is not None:
                 segment.stop(now)  # on purpose: drained, nothing lost
@@ -114,7 +109,7 @@ def simulate_job(policy: Policy, job: WhatIfJob, available: Availability, gap_se
     by_start: dict[str, Outcome] = {}
     outcomes = []
     for index in range(job.instances):
-        key = "all" if isinstance(policy, DeadlinePolicy) else policy.launch(index, job.instances)
+        key = driver_for(policy).first_market(index, job.instances) or "all"  # deadline: decided on the way
         if key not in by_start:
             by_start[key] = simulate_segment(policy, job, available, gap_seconds, index=index)
         outcomes.append(by_start[key])

@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from coordinator.cost.billing import BillingRule, billed_seconds, cost_usd
 from coordinator.cost.pricing import Market
 from coordinator.policies.base import SegmentHistory
-from coordinator.policies.deadline import DeadlinePolicy, DeadlineView
-from coordinator.policies.recovery import RecoveryPolicy
-from coordinator.policies.registry import make_policy
+from coordinator.policies.deadline import DeadlineView
+from coordinator.policies.drivers import Driver
+from coordinator.policies.registry import driver_for, make_policy
 from coordinator.whatif.boot_model import BootModel
 
 
@@ -124,59 +124,67 @@ class RunSample:
     deadline_met: bool | None
 
 
-def _recovery_segment(
-    segment: _Segment, policy: RecoveryPolicy, index: int, count: int, now: float
-) -> float | None:
-    market: Market | None = policy.launch(index, count)
-    while market is not None:
-        now, done = segment.attempt(market, now)
-        if done:
-            return now
-        market = policy.recover(segment.history, "interrupted").market
-    return None
+class _ModelSegment:
+    """A sampled segment as a driver sees it (`policies/drivers.py`, the live loop's own)."""
 
+    def __init__(self, segment: _Segment, index: int, count: int) -> None:
+        self.segment, self.index, self.count = segment, index, count
+        self.now, self.attempts = 0.0, 0
 
-def _deadline_segment(segment: _Segment, policy: DeadlinePolicy, now: float) -> float:
-    s = segment.setup
-    assert s.deadline_seconds is not None
-    seen_boot = False
-    while True:
+    def launched_before(self) -> bool:
+        return self.attempts > 0
+
+    def history(self) -> SegmentHistory:
+        return self.segment.history
+
+    def refused_lately(self, market: Market | None) -> bool:
+        return False  # the random model never refuses capacity
+
+    def view(self, running: Market | None) -> DeadlineView:
+        s, segment = self.segment.setup, self.segment
+        assert s.deadline_seconds is not None
         # the live policy plans with the median boot it has seen (launch to first heartbeat, noticed within
         # a cycle), and with the boot model's worst case before the job has seen one
         seen = s.boot.mean("spot") + (s.discover_seconds + s.cycle_seconds) / 2
-        changeover = seen if seen_boot else s.boot.worst("on-demand")
-        view = DeadlineView(
-            now_s=now,
+        return DeadlineView(
+            now_s=self.now,
             deadline_s=s.deadline_seconds,
             work_left_s=(segment.rows - segment.done) * s.cloud_seconds_per_row,
-            changeover_s=changeover,
+            changeover_s=seen if self.attempts else s.boot.worst("on-demand"),
             tick_s=s.cycle_seconds,
             spot_available=True,  # the random model never refuses capacity
-            running=None,
+            running=running,
             loss_s=s.reclaim_overhead_seconds,
             total_work_s=segment.rows * s.cloud_seconds_per_row,
         )
-        market = policy.choose(view)
-        if market is None:
-            now += s.cycle_seconds
+
+
+def _segment_finish(segment: _Segment, driver: Driver, index: int, count: int, now: float) -> float | None:
+    """When the segment is done (None: its policy gave up), asking the driver as the live loop does: after
+    each attempt that did not finish it, and every cycle while the driver waits."""
+    world = _ModelSegment(segment, index, count)
+    while True:
+        world.now = now
+        decision = driver.place(world, "interrupted")
+        if decision is None:
+            now += segment.setup.cycle_seconds
             continue
-        now, done = segment.attempt(market, now)
-        seen_boot = True
+        if decision.market is None:
+            return None
+        now, done = segment.attempt(decision.market, now)
+        world.attempts += 1
         if done:
             return now
 
 
 def sample_run(setup: LiveSetup, config: str, options: dict[str, float], rng: random.Random) -> RunSample:
     """One run of the job: every segment from the job's start, the job done when its last segment is."""
-    policy = make_policy(config, **options)
+    driver = driver_for(make_policy(config, **options))
     segments = [_Segment(setup, rows, rng) for rows in setup.segment_rows]
     finishes: list[float | None] = []
     for index, segment in enumerate(segments):
         start = setup.start_seconds + index * setup.launch_gap_seconds
-        if isinstance(policy, DeadlinePolicy):
-            finishes.append(_deadline_segment(segment, policy, start))
-        else:
-            finishes.append(_recovery_segment(segment, policy, index, len(segments), start))
+        finishes.append(_segment_finish(segment, driver, index, len(segments), start))
     finished = [f for f in finishes if f is not None]
     job = None if len(finished) < len(finishes) else max(finished) + setup.end_seconds
     billed = sum(s.cost for s in segments)

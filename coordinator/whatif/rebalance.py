@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from coordinator.cost.pricing import Market
-from coordinator.whatif.drivers import DeadlineDriver, RecoveryDriver
+from coordinator.whatif.drivers import TraceSegment
 from coordinator.whatif.job import MIN_BILLED_SECONDS
 from coordinator.whatif.segment import Segment
 from coordinator.whatif.zones import ZoneSet
@@ -31,7 +31,7 @@ def recommended(held: Sequence[bool], tick: int, lead: int) -> bool:
 
 def replace_early(
     segment: Segment,
-    driver: RecoveryDriver | DeadlineDriver,
+    driver: TraceSegment,
     zones: ZoneSet,
     held: Sequence[bool],
     tick: int,
@@ -42,7 +42,7 @@ def replace_early(
     now, reclaim_at = tick * gap, (tick + 1) * gap
     told = max(now, reclaim_at - job.rebalance_lead_seconds)
     others = [column for column in zones.columns if column is not held and column[tick + 1]]
-    market = driver.replace(segment, told, bool(others))
+    market = driver.replace(told, bool(others))
     if market is None:
         return None
     switch = min(reclaim_at, told + job.changeover_seconds)

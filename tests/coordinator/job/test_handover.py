@@ -9,35 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.cost.budget import BudgetGuard
-from coordinator.cost.pricing import PriceTable
 from coordinator.job.attempts import AttemptBook, Tracked
-from coordinator.job.clock import CloudClock
 from coordinator.job.events import InstanceEvent
 from coordinator.job.handover import Handover
-from coordinator.job.monitor import ActiveAttempt, Monitor
-from coordinator.job.pools import CapacityPools
-from coordinator.job.spec import JobSpec
-from coordinator.job.state import CoordinatorState
+from coordinator.job.monitor import ActiveAttempt
 from coordinator.job.state_schema import SegmentState
-from inference.storage import LocalStore
-
-SUBNETS = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b"}
-
-
-class Fleet:
-    """EC2 as the handover and the book's ending use it: capacity pools, terminations asked and confirmed."""
-
-    def __init__(self) -> None:
-        self.pools = CapacityPools(SUBNETS, instance_types=["c7i.xlarge"])
-        self.terminated: list[list[str]] = []  # asked, not waited for
-        self.confirmed: list[list[str]] = []
-
-    def terminate(self, instance_ids: list[str]) -> None:
-        self.terminated.append(instance_ids)
-
-    def terminate_and_confirm(self, instance_ids: list[str]) -> None:
-        self.confirmed.append(instance_ids)
+from tests.coordinator.job.real_book import fake_fleet, real_book
 
 
 def spot_attempt(book: AttemptBook, number: int, zone: str) -> Tracked:
@@ -53,33 +30,12 @@ def spot_attempt(book: AttemptBook, number: int, zone: str) -> Tracked:
 
 @pytest.fixture
 def book(tmp_path: Path) -> Iterator[AttemptBook]:
-    """The real book on a state file, a local store and a budget guard of the test's own; EC2 a fake."""
-    state = CoordinatorState(tmp_path / "state.db")
-    state.create_job("j", config={}, segments=[("seg-0000", 0, 10)])
-    state.set_launching("j", "seg-0000", market="spot", reason="initial launch")
-    spec = JobSpec(
-        job_id="j", input_key="x", rows=10, segments=1, policy="spot-only", replace_on_rebalance=True
-    )
-    fleet, store = Fleet(), LocalStore(tmp_path / "store")
-    table = PriceTable.load()
-    book = AttemptBook(
-        spec=spec,
-        state=state,
-        fleet=fleet,  # type: ignore[arg-type]
-        store=store,
-        guard=BudgetGuard(1.0, tmp_path / "spend_log.jsonl"),
-        quotes={m: table.quote("aws", "us-east-1", "c7i.xlarge", m) for m in ("spot", "on-demand")},
-        clock=CloudClock(scale=1.0, origin=0.0),
-        monitor=Monitor(store, fleet, "j", heartbeat_timeout=60, boot_timeout=600),  # type: ignore[arg-type]
-    )
-    book.adopt(spot_attempt(book, 1, "us-east-1a"), warned=False)  # booting
+    """The real book (`real_book.py`); its segment launched on spot and booting."""
+    book = real_book(tmp_path, replace_on_rebalance=True)
+    book.state.set_launching("j", "seg-0000", market="spot", reason="initial launch")
+    book.adopt(spot_attempt(book, 1, "us-east-1a"), warned=False)
     yield book
-    state.close()
-
-
-def fleet(book: AttemptBook) -> Fleet:
-    assert isinstance(book.fleet, Fleet)
-    return book.fleet
+    book.state.close()
 
 
 def ended(book: AttemptBook) -> list[tuple[str, str | None]]:
@@ -94,7 +50,7 @@ def test_a_rebalance_recommendation_keeps_a_booting_attempt_and_avoids_its_pool(
     Handover(book).act(event("rebalance"))
     assert book.state.segment("j", "seg-0000").state == SegmentState.LAUNCHING and "seg-0000" in book.active
     assert ended(book) == []
-    assert fleet(book).pools.order("seg-0000", "spot")[-1].zone == "us-east-1a"  # its pool last
+    assert fake_fleet(book).pools.order("seg-0000", "spot")[-1].zone == "us-east-1a"  # its pool last
 
 
 def test_a_warning_for_a_booting_attempt_stops_it_and_relaunches_without_waiting_for_its_end(
@@ -102,7 +58,7 @@ def test_a_warning_for_a_booting_attempt_stops_it_and_relaunches_without_waiting
 ) -> None:
     booting = book.active["seg-0000"]
     Handover(book).act(event("interruption-warning"))
-    assert fleet(book).terminated == [["i-1"]]  # asked, not confirmed: the replacement launches now
+    assert fake_fleet(book).terminated == [["i-1"]]  # asked, not confirmed: the replacement launches now
     assert book.state.segment("j", "seg-0000").state == SegmentState.INTERRUPTED
     assert book.leaving == {"seg-0000": booting} and book.active == {}  # closed once its instance is gone
     assert ended(book) == []
@@ -118,8 +74,8 @@ def test_a_warning_while_an_earlier_warned_attempt_is_still_leaving_closes_that_
     book.adopt(replacement, warned=False)
     handover.act(InstanceEvent("interruption-warning", "i-2", "", 0.0, "r", "m"))
     assert ended(book) == [("j/seg-0000/1", "interrupted")]  # priced and recorded, not overwritten
-    assert book.leaving == {"seg-0000": replacement} and fleet(book).terminated == [["i-1"], ["i-2"]]
-    assert fleet(book).confirmed == [["i-1"]]  # the earlier one's end confirmed before it was priced
+    assert book.leaving == {"seg-0000": replacement} and fake_fleet(book).terminated == [["i-1"], ["i-2"]]
+    assert fake_fleet(book).confirmed == [["i-1"]]  # the earlier one's end confirmed before it was priced
 
 
 class Queue:

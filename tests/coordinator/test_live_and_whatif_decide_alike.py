@@ -1,0 +1,79 @@
+"""The live loop and the what-if engine ask a policy through the same driver (`policies/drivers.py`), so one
+scripted situation fed to both gets the same decisions: a segment's first launch, then an interruption of
+every spot attempt until the policy goes on-demand or gives up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coordinator.cost.pricing import Market
+from coordinator.job.attempts import AttemptBook
+from coordinator.job.launch_passes import LaunchPass
+from coordinator.job.state_schema import SegmentState
+from coordinator.policies.registry import driver_for, make_policy
+from coordinator.whatif.drivers import TraceSegment
+from coordinator.whatif.job import WhatIfJob
+from coordinator.whatif.segment import Segment
+from tests.coordinator.job.real_book import real_book
+
+SEGMENTS = 4
+POLICIES: dict[str, dict[str, float]] = {
+    "on-demand": {},
+    "spot-only": {"max_spot_retries": 2},
+    "hybrid": {"spot_share": 0.5, "max_spot_retries": 1},
+}
+Step = Market | None  # None: the segment gave up
+
+
+def live_decisions(tmp_path: Path, name: str, index: int) -> list[Step]:
+    """The live pass over a real book: launch, then interrupt its spot attempt as the controller records a
+    reclaim, and run the pass again, until the segment is on on-demand or has failed."""
+    book: AttemptBook = real_book(tmp_path, segments=SEGMENTS, policy=name)
+    launches = LaunchPass(book, driver_for(make_policy(name, **POLICIES[name])))
+    segment, steps = f"seg-{index:04d}", list[Step]()
+    while True:
+        launches.run()
+        row = book.state.segment("j", segment)
+        if row.state == SegmentState.FAILED:
+            return [*steps, None]
+        market = book.state.attempts("j", segment)[-1].market
+        steps.append(market)
+        if market != "spot" or len(steps) > 10:
+            return steps
+        book.state.set_running("j", segment, reason="first heartbeat")
+        book.state.set_lost("j", segment, reason="reclaimed")
+        book.end(segment, "interrupted", None)
+        book.state.set_interrupted("j", segment, reason="interrupted: resuming")
+
+
+def whatif_decisions(name: str, index: int) -> list[Step]:
+    """The what-if engine's segment, told of the same reclaims."""
+    job = WhatIfJob(
+        work_seconds=3600,
+        deadline_seconds=36_000,
+        changeover_seconds=120,
+        spot_usd_per_hour=0.07,
+        on_demand_usd_per_hour=0.18,
+        instances=SEGMENTS,
+    )
+    world = TraceSegment(driver_for(make_policy(name, **POLICIES[name])), Segment(job, 60), index, SEGMENTS)
+    steps, reclaimed = list[Step](), False
+    while True:
+        market = world.decide(len(steps) * 60, True, reclaimed)
+        if world.gave_up:
+            return [*steps, None]
+        steps.append(market)
+        if market != "spot" or len(steps) > 10:
+            return steps
+        world.reclaimed()
+        reclaimed = True
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+@pytest.mark.parametrize("index", range(SEGMENTS))
+def test_the_live_pass_and_the_whatif_engine_decide_alike(tmp_path: Path, name: str, index: int) -> None:
+    live = live_decisions(tmp_path, name, index)
+    assert live == whatif_decisions(name, index)
+    assert live[0] in ("spot", "on-demand") and len(live) <= 4  # launched, then the policy's retries
