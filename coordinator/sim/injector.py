@@ -131,10 +131,12 @@ class InterruptionInjector(Background):
         model: RandomInterruptions | TraceReplay | None,
         *,
         seed: int = 0,
+        folder_prefix: str = "",
         notice_seconds: float = NOTICE_SECONDS,
         aws: AwsTarget | None = None,
     ) -> None:
         self.ec2 = ec2
+        self.folder_prefix = folder_prefix  # the job ids' runs-folder part, left out of the draws
         # an EC2 client of its own, whose terminations say "spot reclaim"; EventBridge for the warnings
         self.reclaimer = with_state_reason(aws.client("ec2"), SPOT_TERMINATION) if aws else ec2
         self.events = aws.client("events") if aws else None
@@ -174,6 +176,12 @@ class InterruptionInjector(Background):
         while not self._closed.wait(TICK_SECONDS):
             self.tick()
 
+    def schedule_key(self, attempt: str) -> str:
+        """What an attempt's reclaim is drawn from with the seed: its id without the runs folder's part
+        (`simulate-<time>-hybrid-01/seg-0003/2` -> `hybrid-01/seg-0003/2`), so that the same seed draws the
+        same schedule in every runs folder."""
+        return attempt.removeprefix(self.folder_prefix)
+
     def tick(self) -> None:
         now = self.clock.now()
         for instance_id, instance in self.runtime.running().items():
@@ -183,7 +191,7 @@ class InterruptionInjector(Background):
                 due = self._due.get(instance_id)
                 if due is None:
                     attempt = instance.tags.get(TAG_ATTEMPT, instance_id)
-                    rng = random.Random(f"{self.seed}/{attempt}")
+                    rng = random.Random(f"{self.seed}/{self.schedule_key(attempt)}")
                     due = self._due[instance_id] = self.clock.at(
                         instance.booted_at
                     ) + self.model.time_to_interruption(rng)

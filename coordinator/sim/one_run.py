@@ -100,7 +100,14 @@ def one_run(
     with (
         _runtime(lab, run_dir, clock, job_id) as runtime,
         InterruptionInjector(
-            lab.direct_ec2, runtime, lab.imds, clock, model, seed=settings.seed, aws=lab.infra.target
+            lab.direct_ec2,
+            runtime,
+            lab.imds,
+            clock,
+            model,
+            seed=settings.seed,
+            folder_prefix=f"{settings.out_dir.name}-",
+            aws=lab.infra.target,
         ) as injector,
     ):
         if isinstance(model, TraceReplay):  # no spot capacity while the trace says so

@@ -6,6 +6,7 @@ import json
 import math
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,3 +45,16 @@ def test_trace_replay_orientation_offset_and_errors(tmp_path: Path) -> None:
         with pytest.raises(TraceError, match=message) as error:
             AvailabilityTrace.load(path)
         assert str(path) in str(error.value)
+
+
+def test_the_same_seed_draws_the_same_schedule_in_every_runs_folder() -> None:
+    from coordinator.job.clock import CloudClock
+    from coordinator.sim.injector import InterruptionInjector
+
+    def key(folder: str) -> str:
+        nothing: Any = None  # the draws' key needs no EC2, machines or metadata server
+        clock = CloudClock(scale=1.0, origin=0.0)
+        injector = InterruptionInjector(nothing, nothing, nothing, clock, None, folder_prefix=f"{folder}-")
+        return injector.schedule_key(f"{folder}-hybrid-01/seg-0003/2")
+
+    assert key("simulate-20261206T024436Z") == key("simulate-20261206T034835Z") == "hybrid-01/seg-0003/2"
