@@ -99,16 +99,7 @@ def one_run(
     _arm_faults(lab)
     with (
         _runtime(lab, run_dir, clock, job_id) as runtime,
-        InterruptionInjector(
-            lab.direct_ec2,
-            runtime,
-            lab.imds,
-            clock,
-            model,
-            seed=settings.seed,
-            folder_prefix=f"{settings.out_dir.name}-",
-            aws=lab.infra.target,
-        ) as injector,
+        _injector(lab, runtime, clock, model) as injector,
     ):
         if isinstance(model, TraceReplay):  # no spot capacity while the trace says so
             rule = FaultRule(
@@ -150,6 +141,23 @@ def one_run(
     lab.proxy.launched.clear()
     reclaims = sum(r.kind != "crash" for r in injector.records)
     return SimulatedRun(name, config, result, reclaims, pace, mlflow_run_id)
+
+
+def _injector(
+    lab: Lab, runtime: InstanceRuntime, clock: CloudClock, model: RandomInterruptions | TraceReplay
+) -> InterruptionInjector:
+    """The run's reclaims, drawn from the seed and each attempt's id without the runs folder's part."""
+    seed, folder = lab.settings.seed, lab.settings.out_dir.name
+    return InterruptionInjector(
+        lab.direct_ec2,
+        runtime,
+        lab.imds,
+        clock,
+        model,
+        seed=seed,
+        folder_prefix=f"{folder}-",
+        aws=lab.infra.target,
+    )
 
 
 def _runtime(lab: Lab, run_dir: Path, clock: CloudClock, job_id: str) -> InstanceRuntime:
