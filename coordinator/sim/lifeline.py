@@ -15,6 +15,7 @@ Usage::
 
     popen_tied(command, stdout=log)   # its own session, SIGKILLed if this process dies
     stop_leftover(pid_file)     # a previous run's emulator, if a kill left one (checked by command line)
+    wait_for_group(pgid, 10.0)  # True once no process of the group runs (its leader may be gone before)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -94,3 +96,34 @@ def stop_leftover(pid_file: Path) -> int | None:
             stopped = pid
     pid_file.unlink(missing_ok=True)
     return stopped
+
+
+def _running_in_group(pgid: int) -> bool:
+    """Whether a process of the group still runs. Its leader's children outlive it (bash ends at once on
+    SIGTERM while the command it waits on finishes); orphans that ended wait as zombies for a reaper that
+    may never come (a container's PID 1), so on Linux a group of zombies counts as ended."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            state, _parent, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+            if int(group) == pgid and state != "Z":
+                return True
+    return False
+
+
+def wait_for_group(pgid: int, timeout: float, poll: float = 0.05) -> bool:
+    """Wait until no process of the group runs; False if one still does after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while _running_in_group(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll)
+    return True

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coordinator.sim.image import IMAGE_ENV, MANIFEST_TYPE
+from coordinator.sim.lifeline import wait_for_group
 from coordinator.sim.paced_worker import PACE_REPORT_ENV, READY_AT_ENV
 from coordinator.sim.standins import MACHINE_ENV, SOCKET_ENV
 from coordinator.stack.target import AwsTarget
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
 REFRESH_BEFORE = timedelta(minutes=5)
 THREADS_ENV = "SPOTBATCH_THREADS"
 PACE_REPORT = "pace.json"  # in the machine's folder: how far its worker fell behind the pace
+# How long a power-off waits for the boot script's processes after SIGTERM (systemd waits up to 90 s for a
+# unit; Docker gives a container 10 s): time for the EXIT trap's boot-log ship and the shim's last one.
+SHUTDOWN_GRACE_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,8 +93,10 @@ class SimulatedInstance:
 
 def stop_processes(instance: SimulatedInstance, *, hard: bool, grace: float) -> None:
     """A machine powered off: its worker gets SIGKILL (`hard`) or SIGTERM then SIGKILL after `grace`; then
-    its boot script's process group: SIGKILL (`hard`), or SIGTERM and SIGKILL after `grace` (an OS shutdown
-    lets the script's EXIT trap and the shim's log shipping finish, as systemd lets Docker flush awslogs)."""
+    its boot script's process group: SIGKILL (`hard`), or SIGTERM, and SIGKILL only to what still runs
+    after the shutdown's grace. An OS shutdown waits for every process of the boot script, not only for
+    bash (which ends at once on SIGTERM, running its EXIT trap, while the docker shim it waited on still
+    ships its last lines), as systemd waits for a unit's whole cgroup and lets Docker flush awslogs."""
     if instance.power_off is not None:
         instance.power_off.cancel()
     worker = instance.worker
@@ -105,11 +111,10 @@ def stop_processes(instance: SimulatedInstance, *, hard: bool, grace: float) -> 
     script = instance.script
     if script is None or script.poll() is not None:
         return
-    if not hard:  # an OS shutdown: the boot script and the docker daemon finish (logs shipped), then KILL
+    if not hard:  # an OS shutdown: every process of the boot script's group finishes (logs shipped)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(script.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            script.wait(grace)
+        wait_for_group(script.pid, max(grace, SHUTDOWN_GRACE_SECONDS))
     with contextlib.suppress(ProcessLookupError):
         os.killpg(script.pid, signal.SIGKILL)
     script.wait(grace)

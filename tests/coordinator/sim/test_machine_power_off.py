@@ -20,9 +20,27 @@ while :; do sleep 0.05; done
 """
 
 
-def _boot(tmp_path: Path) -> tuple[SimulatedInstance, Path]:
+# The real shape: bash (no TERM trap: it ends at once on SIGTERM, running its EXIT trap) waiting on the
+# docker shim, a child that forwards the signal and ships its last lines afterwards, outliving bash.
+SCRIPT_AND_SHIM = """
+trap 'echo trapped > "$1.trap"' EXIT
+python3 -c '
+import signal, sys, time
+def shutting_down(*_):
+    time.sleep(0.5)
+    open(sys.argv[1], "w").write("shipped")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, shutting_down)
+open(sys.argv[1] + ".up", "w").write("up")
+while True:
+    time.sleep(0.05)
+' "$1"
+"""
+
+
+def _boot(tmp_path: Path, script_text: str = SCRIPT) -> tuple[SimulatedInstance, Path]:
     mark = tmp_path / "last-write"
-    script = subprocess.Popen(["bash", "-c", SCRIPT, "boot", str(mark)], start_new_session=True)
+    script = subprocess.Popen(["bash", "-c", script_text, "boot", str(mark)], start_new_session=True)
     deadline = time.monotonic() + 10
     while not Path(f"{mark}.up").exists():
         assert time.monotonic() < deadline, "the boot script never started"
@@ -39,4 +57,14 @@ def test_power_off_lets_the_boot_script_finish_only_when_soft(
     instance, mark = _boot(tmp_path)
     stop_processes(instance, hard=hard, grace=5.0)
     assert instance.script is not None and instance.script.poll() is not None
+    assert mark.exists() is shipped
+
+
+@pytest.mark.parametrize(("hard", "shipped"), [(False, True), (True, False)])
+def test_power_off_waits_for_the_children_that_outlive_the_boot_script(
+    tmp_path: Path, hard: bool, shipped: bool
+) -> None:
+    instance, mark = _boot(tmp_path, SCRIPT_AND_SHIM)
+    stop_processes(instance, hard=hard, grace=5.0)
+    assert Path(f"{mark}.trap").exists() is not hard  # SIGKILL runs no trap
     assert mark.exists() is shipped
