@@ -7,10 +7,12 @@ Usage::
 
     found = list_instances(ec2.describe_instances, job_id="job-1")     # {instance id: InstanceInfo}
     strays = list_instances(ec2.describe_instances, alive_only=True)   # every live instance of the project
+    left = wait_terminated(ec2.describe_instances, "job-1", timeout=300, every=5)   # [] once all ended
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -103,3 +105,24 @@ def list_instances(
 
 def alive_ids(instances: dict[str, InstanceInfo]) -> list[str]:
     return sorted(i for i, info in instances.items() if info.alive)
+
+
+def wait_terminated(
+    describe: Callable[..., Any],
+    job_id: str,
+    *,
+    timeout: float,
+    every: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[str]:
+    """Wait until every instance of the job shows terminated. EC2 holds an instance in shutting-down while
+    its OS stops, and the worker's last log lines go out then, with the job's role: the role must outlive
+    it. Returns the instances still shutting down after `timeout` seconds (wall)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = sorted(
+            i for i, info in list_instances(describe, job_id=job_id).items() if info.state != "terminated"
+        )
+        if not left or time.monotonic() >= deadline:
+            return left
+        sleep(every)

@@ -12,7 +12,7 @@ Usage::
     roles = JobRoles(iam, stack, account="123456789012")
     role = roles.ensure("job-1")          # idempotent
     fleet = Fleet(ec2, templates=..., subnets=..., instance_profile_arn=role.instance_profile_arn)
-    roles.delete("job-1")
+    roles.delete_after_shutdown("job-1", ec2.describe_instances, every=5.0)   # or roles.delete("job-1")
 """
 
 from __future__ import annotations
@@ -21,12 +21,15 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from coordinator.job.aws_errors import raise_for_setup
+from coordinator.job.instances import wait_terminated
+from coordinator.job.spec import SHUTDOWN_WAIT_SECONDS
 from coordinator.stack.iam_documents import PolicyShape, as_written, render, worker_trust_policy
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.permissions import arns_for, worker_job_policy
@@ -119,6 +122,15 @@ class JobRoles:
 
     def delete(self, job_id: str) -> None:
         delete_role(self.iam, role_name(self.stack.name, job_id))
+
+    def delete_after_shutdown(self, job_id: str, describe: Callable[..., Any], *, every: float) -> None:
+        """The job's role, once its instances show terminated: EC2 holds one in shutting-down while its OS
+        stops, and Docker ships the worker's last log lines then, with this role (deleted earlier, they are
+        lost). After `SHUTDOWN_WAIT_SECONDS` it goes anyway, with a warning naming what still shuts down."""
+        left = wait_terminated(describe, job_id, timeout=SHUTDOWN_WAIT_SECONDS, every=every)
+        if left:
+            log.warning("job %s: %s still shutting down; its role goes now", job_id, ", ".join(left))
+        self.delete(job_id)
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
         try:

@@ -13,8 +13,8 @@ merges the outputs when every segment is done, and writes the run's files:
     <run_dir>/run.json            the job's settings and outcome
     <run_dir>/coordinator.log     decisions and a status line per instance every 30 cloud seconds
 
-The job's workers get a role of their own (`roles.py`), made before the first launch and deleted after
-the last instance is confirmed gone.
+The job's workers get a role of their own (`roles.py`), made before the first launch and deleted once the
+job's last instance shows terminated (not merely shutting down: its OS still ships logs with the role).
 
 Usage::
 
@@ -187,7 +187,7 @@ def run_job(
             try:
                 outcome = controller.run()
             finally:  # the job's instances are confirmed gone (or a kill left them to their lifetime)
-                _delete_role(roles, spec.job_id)
+                _delete_role(roles, spec, cloud.ec2)
             outcome = _with_log_reasons(outcome, tail)
         merge = None
         if outcome.succeeded:
@@ -243,11 +243,11 @@ def _event_queue(cloud: CloudTarget, job_id: str) -> EventQueue | None:
     )
 
 
-def _delete_role(roles: JobRoles, job_id: str) -> None:
+def _delete_role(roles: JobRoles, spec: JobSpec, ec2: Any) -> None:
     try:
-        roles.delete(job_id)
+        roles.delete_after_shutdown(spec.job_id, ec2.describe_instances, every=spec.cycle_seconds)
     except Exception as error:  # never hide the job's own outcome; destroy-real removes leftovers
-        logging.getLogger("coordinator").warning("job %s: role not deleted: %s", job_id, error)
+        logging.getLogger("coordinator").warning("job %s: role not deleted: %s", spec.job_id, error)
 
 
 def _open_job(

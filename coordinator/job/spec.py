@@ -20,6 +20,9 @@ CYCLE_SECONDS = 5.0  # wall, on AWS: notices give 120 s, so a 5 s look costs lit
 HEARTBEAT_TIMEOUT_SECONDS = 90.0
 BOOT_TIMEOUT_SECONDS = 900.0  # wall: an EC2 boot + image pull + model load is 2-5 minutes; 15 is broken
 STATUS_EVERY_SECONDS = 30.0  # cloud: one status line per active instance
+# wall: EC2 shows an instance shutting-down while its OS stops (Docker flushes the worker's last log lines
+# with the job's role); the role is deleted once every instance is terminated, or after this long
+SHUTDOWN_WAIT_SECONDS = 300.0
 RELAUNCH_BACKOFF_SECONDS = 60.0  # cloud: after a failed launch, wait before asking the same market again
 # cloud: boot + image + model load before a first row on EC2 (2-5 min), until the job measures it
 CHANGEOVER_SECONDS = 300.0

@@ -10,7 +10,10 @@ events and ends every instance "Client.UserInitiatedShutdown". Here, the same do
   a TerminateInstances ends;
 - `with_state_reason(ec2, code)`: an EC2 client whose TerminateInstances says why the instance ends
   (`STATE_REASONS`: a spot reclaim, a machine that powered itself off); `moto_main` records it as the
-  instance's `StateReason`, as EC2 does. The coordinator reads both through the real path.
+  instance's `StateReason`, as EC2 does. The coordinator reads both through the real path;
+- `telling_machine(ec2, word)`: an EC2 client whose DescribeInstances tells `moto_main` that a simulated
+  machine runs the instances it names ("up") or has finished powering off ("off"): EC2 holds a terminated
+  instance in shutting-down while its OS stops, and only a machine's power-off ends that.
 
 Usage::
 
@@ -25,6 +28,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 REASON_HEADER = "x-spotbatch-state-reason"
+MACHINE_HEADER = "x-spotbatch-machine"
+MACHINE_WORDS = ("up", "off")
 SPOT_TERMINATION = "Server.SpotInstanceTermination"
 INSTANCE_SHUTDOWN = "Client.InstanceInitiatedShutdown"
 USER_SHUTDOWN = "Client.UserInitiatedShutdown"
@@ -68,4 +73,16 @@ def with_state_reason(ec2: Any, code: str) -> Any:
         request.headers[REASON_HEADER] = code
 
     ec2.meta.events.register("before-sign.ec2.TerminateInstances", say_why)
+    return ec2
+
+
+def telling_machine(ec2: Any, word: str) -> Any:
+    """`ec2` (a client of its own), its DescribeInstances calls saying the named machines are `word`."""
+    if word not in MACHINE_WORDS:
+        raise ValueError(f"a machine is {' or '.join(MACHINE_WORDS)}, not {word!r}")
+
+    def say(request: Any, **_: Any) -> None:
+        request.headers[MACHINE_HEADER] = word
+
+    ec2.meta.events.register("before-sign.ec2.DescribeInstances", say)
     return ec2

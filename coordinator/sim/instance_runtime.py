@@ -9,7 +9,8 @@ moto keeps instance records but runs nothing. This runtime watches them and play
 - `docker pull` fetches the image's manifest from ECR with the role's credentials; `docker run` starts the
   worker with the container's environment, output shipped to CloudWatch (`fork_daemon.py`);
 - `shutdown -h +N` (N cloud minutes; `now`) terminates the instance; an instance terminated by someone
-  else loses its processes: SIGTERM, as an OS shutdown does, then SIGKILL after `kill_grace`.
+  else loses its processes: SIGTERM, as an OS shutdown does, then SIGKILL after `kill_grace`. The emulator
+  shows it shutting-down until its machine has powered off, then terminated, as EC2 does (`moto_main`).
 
 Container mode (`containers=ContainerMode.start(podman)`, `container_machine.py`): `docker` is a shim over
 podman that runs the real worker image; no fork server, no pacing: the image boots as it boots here.
@@ -39,7 +40,7 @@ from coordinator.job.clock import CloudClock
 from coordinator.job.instances import list_instances
 from coordinator.job.launch_contract import TAG_SEGMENT
 from coordinator.sim.container_machine import ContainerMode, ContainerWorker
-from coordinator.sim.ec2_events import INSTANCE_SHUTDOWN, with_state_reason
+from coordinator.sim.ec2_events import INSTANCE_SHUTDOWN, telling_machine, with_state_reason
 from coordinator.sim.fork_daemon import ForkDaemon
 from coordinator.sim.host_agent import HostAgent, Reply
 from coordinator.sim.lifeline import popen_tied
@@ -79,6 +80,8 @@ class InstanceRuntime(Background):
         self.kill_grace, self.poll_every, self.job_id = kill_grace, poll_every, job_id
         self.ec2, self.iam, self.sts = target.client("ec2"), target.client("iam"), target.client("sts")
         self._powered_off = with_state_reason(target.client("ec2"), INSTANCE_SHUTDOWN)  # EC2's reason
+        # the emulator holds a terminated instance in shutting-down while its machine powers off
+        self._telling = {word: telling_machine(target.client("ec2"), word) for word in ("up", "off")}
         self.containers = containers
         self.instances: dict[str, SimulatedInstance] = {}
         self.lock = threading.RLock()
@@ -160,7 +163,15 @@ class InstanceRuntime(Background):
             instance.ready_at = launched + self.clock.wall(self.launch_seconds(tags))
         with self.lock:
             self.instances[instance_id] = instance
+        self._tell(instance_id, "up")
         threading.Thread(target=self._boot_safely, args=(instance,), daemon=True).start()
+
+    def _tell(self, instance_id: str, word: str) -> None:
+        """The emulator hears that a machine runs the instance ("up") or has powered off ("off")."""
+        try:
+            self._telling[word].describe_instances(InstanceIds=[instance_id])
+        except Exception as error:  # forgotten already: nothing of it is left to end
+            log.debug("machine %s %s: %s", instance_id, word, error)
 
     def _boot_safely(self, instance: SimulatedInstance) -> None:
         try:  # a moto hiccup leaves the machine down: the coordinator sees a boot that never beats
@@ -267,3 +278,4 @@ class InstanceRuntime(Background):
         stop_processes(instance, hard=hard, grace=self.kill_grace)
         if isinstance(instance.worker, ContainerWorker):  # one its killed shim was still starting
             instance.worker.remove()
+        self._tell(instance.instance_id, "off")  # EC2 ends its shutting-down: it shows terminated

@@ -228,6 +228,62 @@ def test_a_termination_says_why_and_is_told_to_eventbridge() -> None:
 
 
 @pytest.mark.slow
+def test_an_instance_a_machine_runs_shows_shutting_down_until_the_machine_has_powered_off() -> None:
+    """EC2 holds a terminated instance in shutting-down while its OS stops (the worker's last log lines go
+    out then, with its role); the emulator does so for the instances a simulated machine runs, with the two
+    state-change events EC2 sends, keeping the termination's reason. Without a machine: terminated at once."""
+    from coordinator.sim.ec2_events import SPOT_TERMINATION, telling_machine, with_state_reason
+
+    with MotoServer() as aws:
+        target = aws.target()
+        ec2, sqs, events = target.client("ec2"), target.client("sqs"), target.client("events")
+        queue = sqs.create_queue(QueueName="events")["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]
+        pattern = {"source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]}
+        events.put_rule(Name="ends", EventPattern=json.dumps(pattern))
+        events.put_targets(Rule="ends", Targets=[{"Id": "q", "Arn": queue_arn["QueueArn"]}])
+        image = ec2.describe_images()["Images"][0]["ImageId"]
+        machine, bare = (
+            i["InstanceId"] for i in ec2.run_instances(ImageId=image, MinCount=2, MaxCount=2)["Instances"]
+        )
+        telling_machine(target.client("ec2"), "up").describe_instances(InstanceIds=[machine])
+        reclaimer = with_state_reason(target.client("ec2"), SPOT_TERMINATION)
+        answer = reclaimer.terminate_instances(InstanceIds=[machine, bare])["TerminatingInstances"]
+        assert {i["CurrentState"]["Name"] for i in answer} == {"shutting-down"}  # what EC2 answers
+
+        def states() -> dict[str, tuple[str, str]]:
+            pages = ec2.describe_instances(InstanceIds=[machine, bare])["Reservations"]
+            return {
+                i["InstanceId"]: (i["State"]["Name"], i["StateReason"]["Code"])
+                for r in pages
+                for i in r["Instances"]
+            }
+
+        assert states() == {
+            machine: ("shutting-down", SPOT_TERMINATION),
+            bare: ("terminated", SPOT_TERMINATION),
+        }
+        ec2.terminate_instances(InstanceIds=[machine])  # again, as a coordinator's confirm may: no change
+        assert states()[machine] == ("shutting-down", SPOT_TERMINATION)
+        telling_machine(target.client("ec2"), "off").describe_instances(InstanceIds=[machine])
+        assert states() == {machine: ("terminated", SPOT_TERMINATION), bare: ("terminated", SPOT_TERMINATION)}
+
+        told: list[tuple[str, str]] = []
+        while len(told) < 3:
+            got = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=2).get(
+                "Messages"
+            )
+            assert got, f"the state changes stopped at {told}"
+            told += [
+                (json.loads(m["Body"])["detail"]["instance-id"], json.loads(m["Body"])["detail"]["state"])
+                for m in got
+            ]
+        assert sorted(told) == sorted(
+            [(machine, "shutting-down"), (machine, "terminated"), (bare, "terminated")]
+        )
+
+
+@pytest.mark.slow
 def test_a_bucket_whose_objects_were_deleted_while_versioned_can_be_emptied_after() -> None:
     """Terraform's force_destroy suspends versioning, then deletes every version: moto failed on a key
     whose versions include a delete marker (a worker deletes parts a killed attempt wrote) with a 500,
