@@ -39,13 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.cost.budget import BudgetGuard
-from coordinator.job.clock import CloudClock
 from coordinator.job.controller import Controller
 from coordinator.job.events import EventQueue, owners_by_tag
 from coordinator.job.fleet import Fleet
 from coordinator.job.instance_watch import FULL_LOOK_SECONDS
 from coordinator.job.runner import quotes_for
-from coordinator.job.spec import JobSpec, plan_segments
+from coordinator.job.spec import CloudClock, JobSpec, plan_segments
 from coordinator.job.state import CoordinatorState
 from coordinator.policies.registry import make_policy
 from coordinator.sim.emulator_stack import Infrastructure, emulator_infrastructure

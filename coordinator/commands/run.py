@@ -108,8 +108,8 @@ def add_worker_options(run: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from coordinator.commands.run_setup import connect, input_of, preflight_for_run, quotes_for_run
-    from coordinator.job.clock import CloudClock
     from coordinator.job.runner import run_job
+    from coordinator.job.spec import CloudClock
 
     outputs = args.outputs or runs_dir() / "infra" / "aws" / "outputs.json"
     stack = StackOutputs.read(outputs)

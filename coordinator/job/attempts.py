@@ -35,7 +35,6 @@ from coordinator.errors import (
     TeardownRefused,
     ThrottledError,
 )
-from coordinator.job.clock import CloudClock
 from coordinator.job.crash_points import crash_point
 from coordinator.job.fleet import Fleet
 from coordinator.job.instances import GONE_STATES
@@ -43,7 +42,7 @@ from coordinator.job.launch_batch import PlannedLaunch
 from coordinator.job.launch_contract import LaunchRequest
 from coordinator.job.monitor import ActiveAttempt, AttemptView, Monitor
 from coordinator.job.pools import Placement
-from coordinator.job.spec import JobSpec
+from coordinator.job.spec import CloudClock, JobSpec
 from coordinator.job.state import CoordinatorState
 from coordinator.job.state_schema import SegmentRow
 from coordinator.policies.base import SegmentHistory

@@ -48,7 +48,6 @@ from coordinator.errors import (
 )
 from coordinator.job.attempt_records import attempt_records
 from coordinator.job.attempts import AttemptBook
-from coordinator.job.clock import CloudClock
 from coordinator.job.crash_points import crash_point
 from coordinator.job.events import EventQueue
 from coordinator.job.fleet import Fleet
@@ -58,7 +57,7 @@ from coordinator.job.launch_batch import launching_together
 from coordinator.job.launch_passes import LaunchPass
 from coordinator.job.monitor import AttemptView, Monitor, lost_end_reason
 from coordinator.job.reconcile import reconcile
-from coordinator.job.spec import JobSpec
+from coordinator.job.spec import CloudClock, JobSpec
 from coordinator.job.state import CoordinatorState
 from coordinator.job.state_schema import SegmentState
 from coordinator.job.status import SegmentStatus, StatusLog, statuses

@@ -37,14 +37,13 @@ from coordinator.cost.job_quotes import JobQuotes
 from coordinator.cost.ledger import summarize_job, write_ledger
 from coordinator.cost.pricing import PriceQuote, PriceTable
 from coordinator.errors import StackOutputsError
-from coordinator.job.clock import CloudClock
 from coordinator.job.controller import Controller, JobOutcome
 from coordinator.job.crash_points import check_crash_setting
 from coordinator.job.events import EventQueue, owners_by_tag
 from coordinator.job.fleet import EC2_MAX_ATTEMPTS, Fleet
 from coordinator.job.merge import MergeReport, merge_results
 from coordinator.job.roles import JobRoles
-from coordinator.job.spec import JobSpec, Segment, plan_segments
+from coordinator.job.spec import CloudClock, JobSpec, Segment, plan_segments
 from coordinator.job.state import CoordinatorState
 from coordinator.job.status import SegmentStatus
 from coordinator.job.usage import UsageRecorder

@@ -8,11 +8,10 @@ from pathlib import Path
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import PriceTable
 from coordinator.job.attempts import AttemptBook
-from coordinator.job.clock import CloudClock
 from coordinator.job.launch_contract import LaunchRequest
 from coordinator.job.monitor import Monitor
 from coordinator.job.pools import CapacityPools, Placement
-from coordinator.job.spec import JobSpec
+from coordinator.job.spec import CloudClock, JobSpec
 from coordinator.job.state import CoordinatorState
 from inference.storage import LocalStore
 

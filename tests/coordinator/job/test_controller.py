@@ -27,8 +27,8 @@ import pytest
 
 from coordinator.build.worker_image import IMAGE_MODEL_DIR
 from coordinator.cost.pricing import PriceTable
-from coordinator.job.clock import CloudClock
 from coordinator.job.instances import InstanceInfo, alive_ids, list_instances
+from coordinator.job.spec import CloudClock
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultRule
 from coordinator.sim.instance_runtime import InstanceRuntime

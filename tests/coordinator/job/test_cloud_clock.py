@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.job.clock import CloudClock
+from coordinator.job.spec import CloudClock
 
 
 def test_cloud_clock_scales_durations() -> None:
