@@ -37,6 +37,7 @@ from coordinator.cost.job_quotes import JobQuotes
 from coordinator.cost.ledger import summarize_job, write_ledger
 from coordinator.cost.pricing import PriceQuote, PriceTable
 from coordinator.errors import StackOutputsError
+from coordinator.job.attempt_records import UsageRecorder
 from coordinator.job.controller import Controller, JobOutcome
 from coordinator.job.crash_points import check_crash_setting
 from coordinator.job.events import EventQueue, owners_by_tag
@@ -46,7 +47,6 @@ from coordinator.job.roles import JobRoles
 from coordinator.job.spec import CloudClock, JobSpec, Segment, plan_segments
 from coordinator.job.state import CoordinatorState
 from coordinator.job.status import SegmentStatus
-from coordinator.job.usage import UsageRecorder
 from coordinator.job.worker_logs import WorkerLogTail
 from coordinator.policies.registry import make_policy
 from coordinator.stack.iam_documents import PolicyShape, as_written
