@@ -37,12 +37,23 @@ def test_no_events_turns_the_queue_off_and_the_default_keeps_it() -> None:
 
 
 def test_instance_types_are_the_jobs_pools_of_the_stacks_kind() -> None:
-    from types import SimpleNamespace
-    from typing import Any
-
     from coordinator.commands.run_setup import pool_types
+    from coordinator.stack.outputs import StackOutputs
 
-    stack: Any = SimpleNamespace(instance_type="c7i.xlarge", region="us-east-1")
+    stack = StackOutputs(
+        region="us-east-1",
+        bucket="b",
+        launch_template_ids={"spot": "lt-1"},
+        subnet_ids={},
+        name="s",
+        worker_role_path="/spotbatch/s/",
+        worker_boundary_arn="arn:aws:iam::123456789012:policy/spotbatch/s/boundary",
+        repository_arn="arn:aws:ecr:us-east-1:123456789012:repository/s-worker",
+        log_group="/spotbatch/s/workers",
+        log_group_arn="arn:aws:logs:us-east-1:123456789012:log-group:/spotbatch/s/workers",
+        metrics_namespace="spotbatch",
+        instance_type="c7i.xlarge",
+    )
     assert pool_types(None, stack) == ()
     assert pool_types("m7i.xlarge, c7i.xlarge,m7i.xlarge", stack) == ("m7i.xlarge", "c7i.xlarge")
     with pytest.raises(ConfigError, match=r"--instance-types g5.xlarge: a GPU type, and the stack's c7i"):
