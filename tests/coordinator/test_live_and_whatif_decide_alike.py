@@ -1,9 +1,11 @@
 """The live loop and the what-if engine ask a policy through the same driver (`policies/drivers.py`), so one
 scripted situation fed to both gets the same decisions: a segment's first launch, then an interruption of
-every spot attempt until the policy goes on-demand or gives up."""
+every spot attempt until the policy goes on-demand or gives up. For the deadline policies the script is
+the clock too: each reclaim comes later in the job, until the slack left says on-demand."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from coordinator.cost.pricing import Market
 from coordinator.job.attempts import AttemptBook
 from coordinator.job.launch_passes import LaunchPass
+from coordinator.job.spec import CloudClock
 from coordinator.job.state_schema import SegmentState
 from coordinator.policies.registry import driver_for, make_policy
 from coordinator.whatif.drivers import TraceSegment
@@ -77,3 +80,73 @@ def test_the_live_pass_and_the_whatif_engine_decide_alike(tmp_path: Path, name: 
     live = live_decisions(tmp_path, name, index)
     assert live == whatif_decisions(name, index)
     assert live[0] in ("spot", "on-demand") and len(live) <= 4  # launched, then the policy's retries
+
+
+# one segment of 3,000 s of work (30 rows at 0.01 rows/s), due 7,200 s from the start, with a 300-s
+# changeover; the two worlds told the same figures (the live loop's cycle is the trace's tick)
+WORK, DEADLINE, CHANGEOVER, TICK, LOSS = 3_000, 7_200, 300, 60, 10
+RECLAIMS_AT = range(0, 7_200, 600)  # cloud seconds from the job's start: a reclaim at each
+
+
+def live_deadline_decisions(tmp_path: Path, name: str) -> list[Step]:
+    book: AttemptBook = real_book(
+        tmp_path,
+        policy=name,
+        deadline_seconds=DEADLINE,
+        changeover_seconds=CHANGEOVER,
+        cycle_seconds=TICK,
+        reclaim_overhead_seconds=LOSS,
+        planned_rows_per_s=10 / WORK,  # real_book's segments hold 10 rows
+    )
+    launches, steps = LaunchPass(book, driver_for(make_policy(name))), list[Step]()
+    for now in RECLAIMS_AT:
+        book.clock = CloudClock(scale=1.0, origin=time.time() - now)  # the script's time, on the job's clock
+        launches.run()
+        attempts = book.state.attempts("j", "seg-0000")
+        if book.state.segment("j", "seg-0000").state == SegmentState.FAILED:
+            return [*steps, None]
+        if not attempts or attempts[-1].ended_at is not None:
+            steps.append(None)  # it waits
+            continue
+        steps.append(attempts[-1].market)
+        if attempts[-1].market != "spot":
+            return steps
+        book.state.set_running("j", "seg-0000", reason="first heartbeat")
+        book.state.set_lost("j", "seg-0000", reason="reclaimed")
+        book.end("seg-0000", "interrupted", None)
+        book.state.set_interrupted("j", "seg-0000", reason="interrupted: resuming")
+    return steps
+
+
+def whatif_deadline_decisions(name: str) -> list[Step]:
+    job = WhatIfJob(
+        work_seconds=WORK,
+        deadline_seconds=DEADLINE,
+        changeover_seconds=CHANGEOVER,
+        spot_usd_per_hour=0.07,
+        on_demand_usd_per_hour=0.18,
+        checkpoint_seconds=LOSS,
+    )
+    world = TraceSegment(driver_for(make_policy(name)), Segment(job, TICK), 0, 1)
+    steps, reclaimed = list[Step](), False
+    for now in RECLAIMS_AT:
+        market = world.decide(now, True, reclaimed)
+        if world.gave_up:
+            return [*steps, None]
+        steps.append(market)
+        if market is None:
+            continue
+        if market != "spot":
+            return steps
+        world.reclaimed()
+        reclaimed = True
+    return steps
+
+
+@pytest.mark.parametrize("name", ["deadline", "greedy", "safety-greedy", "uniform-progress"])
+def test_the_deadline_policies_decide_alike_live_and_in_the_whatif_engine(tmp_path: Path, name: str) -> None:
+    live = live_deadline_decisions(tmp_path, name)
+    assert live == whatif_deadline_decisions(name)
+    assert live[0] == "spot" and len(live) > 1  # spot while the slack allows, then ...
+    # ... on-demand once it does not (greedy never leaves spot: its last safe moment falls between reclaims)
+    assert (live[-1] == "on-demand") is (name != "greedy")
