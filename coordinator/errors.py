@@ -22,7 +22,8 @@ the error's `exit_code`. Anything else that escapes is a bug: exit 1 with its tr
     │   └── AwsSetupError                   2  the account refuses the job; it stops at once
     │       ├── PermissionDenied               an action the credentials may not call (named)
     │       │   └── TeardownRefused            the job's first instance launched, but may not be terminated
-    │       └── QuotaExceeded                  a vCPU (or other) quota of the account is used up
+    │       ├── QuotaExceeded                  a vCPU (or other) quota of the account is used up
+    │       └── BootFailing                    no instance of the job ever started its worker
     ├── Retryable                           2  the same call may work later
     ├── LaunchError                         2  an EC2 launch failed; carries the failed calls
     │   ├── CapacityError (Retryable)          no capacity, price or limit in this market now
@@ -162,6 +163,11 @@ class TeardownRefused(PermissionDenied):
 
 class QuotaExceeded(AwsSetupError):
     """A quota of the account (vCPUs of a family and market, roles) is used up."""
+
+
+class BootFailing(AwsSetupError):
+    """Every instance of the job ended before its worker's first heartbeat: the image, the registry or the
+    boot script fails on each; another launch would fail and bill alike. Fix it, and the job id resumes."""
 
 
 class LaunchError(SpotbatchError):

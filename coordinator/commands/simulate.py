@@ -103,7 +103,9 @@ def simulate_command(args: argparse.Namespace) -> int:
     for what, path, fix in (("model", model, "make model"), ("dataset", dataset, "make data")):
         if not path.exists():
             raise ConfigError(f"{what} {path} does not exist; run `{fix}` first")
-    out = args.out or runs_dir() / time.strftime("simulate-%Y%m%dT%H%M%SZ", time.gmtime())
+    # absolute from here on: the machines' boot scripts run in folders of their own (a relative --out made
+    # every boot fail with "user-data.sh: No such file or directory")
+    out = (args.out or runs_dir() / time.strftime("simulate-%Y%m%dT%H%M%SZ", time.gmtime())).absolute()
     settings = SimulationSettings(
         out_dir=out,
         model=model,

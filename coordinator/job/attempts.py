@@ -40,7 +40,7 @@ from coordinator.job.fleet import Fleet
 from coordinator.job.instances import GONE_STATES
 from coordinator.job.launch_batch import PlannedLaunch
 from coordinator.job.launch_contract import LaunchRequest
-from coordinator.job.monitor import ActiveAttempt, AttemptView, Monitor
+from coordinator.job.monitor import SILENT_ENDS, ActiveAttempt, AttemptView, Monitor
 from coordinator.job.pools import Placement
 from coordinator.job.spec import CloudClock, JobSpec
 from coordinator.job.state import CoordinatorState
@@ -371,5 +371,6 @@ class AttemptBook:
             spot_launch_failures=count("spot", ("failed-launch",)),
             on_demand_launch_failures=count("on-demand", ("failed-launch",)),
             worker_crashes=count("spot", ("crashed",)) + count("on-demand", ("crashed",)),
+            silent_boots=sum(a.end_reason in SILENT_ENDS and a.heartbeat_puts == 0 for a in attempts),
             last_market=last,
         )

@@ -10,7 +10,9 @@
   its worker drains (SIGTERM: checkpoint, heartbeat `draining`) and the segment is relaunched on spot from
   that checkpoint ("switched", not an interruption).
 
-Every launch goes through the attempt book, which asks the budget guard first.
+Every launch goes through the attempt book, which asks the budget guard first. A job none of whose
+instances has ever started its worker stops after `MAX_SILENT_BOOTS_PER_JOB` such instances (`BootFailing`),
+before launching more: a boot that fails on one instance fails on all.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import statistics
 from functools import cached_property
 
 from coordinator.cost.pricing import Market
+from coordinator.errors import BootFailing
 from coordinator.job.attempts import AttemptBook
+from coordinator.job.monitor import SILENT_ENDS
 from coordinator.job.state_schema import SegmentRow, SegmentState
 from coordinator.policies.base import Cause, SegmentHistory
 from coordinator.policies.deadline import DeadlineView
@@ -28,6 +32,7 @@ from coordinator.policies.drivers import Driver
 
 log = logging.getLogger("coordinator")
 WAITING = (SegmentState.PENDING, SegmentState.INTERRUPTED, SegmentState.FAILED_LAUNCH)
+MAX_SILENT_BOOTS_PER_JOB = 5  # instances of the job that ended without a heartbeat while none ever sent one
 
 
 class LaunchPass:
@@ -36,6 +41,7 @@ class LaunchPass:
         self.driver = driver
 
     def run(self) -> None:
+        self._stop_a_failing_boot()
         speed = JobSpeed(self.book)  # measured once, if the driver asks: the same for every segment
         for row in self.book.state.segments(self.book.job_id):
             world = LiveSegment(self.book, row, speed)
@@ -43,6 +49,21 @@ class LaunchPass:
                 self._place(world)
             elif row.state == SegmentState.RUNNING and row.segment_id not in self.book.switching:
                 self._keep(world)
+
+    def _stop_a_failing_boot(self) -> None:
+        book = self.book
+        ended = [a for a in book.state.attempts(book.job_id) if a.ended_at is not None]
+        silent = [a for a in ended if a.end_reason in SILENT_ENDS and a.heartbeat_puts == 0]
+        if len(silent) < MAX_SILENT_BOOTS_PER_JOB or any(a.heartbeat_puts for a in ended):
+            return
+        if any(book.monitor.latest_heartbeat(t.active.attempt_id) for t in book.active.values()):
+            return
+        last = silent[-1]
+        raise BootFailing(
+            f"{len(silent)} instances ended before their worker's first heartbeat, and no worker of the job "
+            f"has ever started: the boot fails. See the boot log: stream {book.job_id}/{last.segment_id}/"
+            f"{last.instance_id}/boot of the stack's log group, then run the same job id again"
+        )
 
     def _place(self, world: LiveSegment) -> None:
         row = world.row

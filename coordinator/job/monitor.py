@@ -179,6 +179,8 @@ class Monitor:
 
 SPOT_TERMINATION = "Server.SpotInstanceTermination"
 INSTANCE_SHUTDOWN = "Client.InstanceInitiatedShutdown"
+# an attempt that ended so without a single heartbeat never ran its worker: its boot failed
+SILENT_ENDS = frozenset({"lost", "crashed"})
 
 
 def lost_end_reason(view: AttemptView) -> str:

@@ -21,6 +21,9 @@ from coordinator.cost.pricing import Market
 Cause = Literal["interrupted", "failed-launch"]
 MAX_ON_DEMAND_LAUNCH_FAILURES = 3  # on-demand capacity errors are rare and short; past three, a human looks
 MAX_WORKER_CRASHES = 2  # a worker that died twice on one segment dies a third time: its log says why
+# instances of one segment that ended without their worker's first heartbeat: the boot fails (the image,
+# the registry, the script), whatever the market; a fourth boot would fail alike, and bill alike
+MAX_SILENT_BOOTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +35,7 @@ class SegmentHistory:
     on_demand_launch_failures: int = 0
     last_market: Market | None = None  # the market of the attempt that just ended
     worker_crashes: int = 0  # attempts whose worker died (not interruptions: never a reason to retry spot)
+    silent_boots: int = 0  # attempts lost or crashed before their worker's first heartbeat
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +49,17 @@ class Decision:
 
 
 def beyond_retry(history: SegmentHistory) -> Decision | None:
-    """Give up, whatever the policy, once on-demand launches have failed too often or the worker has
-    crashed too often (a bug or a segment it cannot process: another instance will not help)."""
+    """Give up, whatever the policy, once on-demand launches have failed too often, the worker has crashed
+    too often (a bug or a segment it cannot process: another instance will not help), or instances have
+    ended too often before their worker ever ran (a boot that fails: on-demand relaunched it forever)."""
     if history.on_demand_launch_failures >= MAX_ON_DEMAND_LAUNCH_FAILURES:
         return Decision(None, f"{history.on_demand_launch_failures} on-demand launch failures")
     if history.worker_crashes >= MAX_WORKER_CRASHES:
         return Decision(None, f"the worker crashed {history.worker_crashes} times: see its log")
+    if history.silent_boots >= MAX_SILENT_BOOTS:
+        return Decision(
+            None,
+            f"{history.silent_boots} instances ended before their worker's first heartbeat: the boot fails; "
+            "see the boot log (stream <job>/<segment>/<instance>/boot of the stack's log group)",
+        )
     return None

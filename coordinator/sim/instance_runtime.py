@@ -76,6 +76,8 @@ class InstanceRuntime(Background):
         call's answer (`launched_at(id)`, wall; else when seen here). None: it starts as soon as it can.
         `containers`: container mode (the real image through podman) instead of forked workers."""
         self.launch_seconds, self.launched_at = launch_seconds, launched_at
+        # absolute: each machine's boot script runs with its own folder as the working directory
+        log_dir = log_dir.absolute()
         self.target, self.image, self.imds, self.log_dir, self.clock = target, image, imds, log_dir, clock
         self.kill_grace, self.poll_every, self.job_id = kill_grace, poll_every, job_id
         self.ec2, self.iam, self.sts = target.client("ec2"), target.client("iam"), target.client("sts")

@@ -1,5 +1,6 @@
 """`spotbatch simulate` end to end through its real entry point: Terraform applies the emulator stack to a
-moto server, a small matrix runs with real workers, everything is destroyed and re-listed."""
+moto server, a small matrix runs with real workers, everything is destroyed and re-listed. Its `--out` is
+relative, as a new user types it (every machine's boot then failed: "user-data.sh: No such file")."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def test_simulate_quick_matrix_through_the_cli(
             "--dataset",
             str(sentences_parquet),
             "--out",
-            str(out),
+            "runs/sim",  # relative to the working directory
             "--interruption-probability",
             "0.5",
             "--seed",
@@ -43,6 +44,7 @@ def test_simulate_quick_matrix_through_the_cli(
         capture_output=True,
         text=True,
         timeout=900,
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     assert "instances left: 0 (re-listed)" in result.stdout
