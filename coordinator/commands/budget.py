@@ -50,8 +50,7 @@ def add_parser(commands: Subcommands) -> None:
 def status_command(args: argparse.Namespace) -> int:
     guard = budget_guard(args)
     state = guard.state()
-    where = "memory (BUDGET_GUARD_TEST_MODE=1)" if guard.in_memory else str(guard.log_path)
-    print(f"spend log {where}")
+    print(f"spend log {guard.log_path}")
     print(f"ceiling   ${guard.ceiling_usd:.2f}")
     print(f"spent     ${state.spent:.2f}")
     print(f"reserved  ${state.reserved:.2f}  (authorized, no actual recorded yet)")

@@ -17,7 +17,14 @@ import argparse
 from pathlib import Path
 from typing import TypeAlias
 
-from coordinator.cost.budget import CEILING_ENV, DEFAULT_CEILING_USD, BudgetGuard
+from coordinator.cost.budget import (
+    CEILING_ENV,
+    DEFAULT_CEILING_USD,
+    TEST_MODE_ENV,
+    BudgetGuard,
+    test_mode_requested,
+)
+from coordinator.errors import BudgetConfigError
 from coordinator.paths import spend_log_path
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
 from coordinator.stack.target import region_or_emulators, resolve_region
@@ -46,7 +53,13 @@ def add_budget_options(
 
 
 def budget_guard(args: argparse.Namespace, *, spend_log: Path | None = None) -> BudgetGuard:
-    """The guard the options name; `spend_log` is the command's own default log, if it has one."""
+    """The guard the options name; `spend_log` is the command's own default log, if it has one. Never in
+    test mode: a command that can spend money keeps its spend log on disk."""
+    if test_mode_requested():
+        raise BudgetConfigError(
+            f"{TEST_MODE_ENV}=1 is set: it would keep the spend log in memory only, and this command can "
+            f"spend money; unset it (it is for the test suite and `spotbatch simulate`)"
+        )
     ceiling = args.ceiling if args.ceiling is not None else args.default_ceiling
     return BudgetGuard(ceiling, args.spend_log or spend_log or spend_log_path())
 

@@ -111,6 +111,7 @@ def run_command(args: argparse.Namespace) -> int:
     from coordinator.job.runner import run_job
     from coordinator.job.spec import CloudClock
 
+    guard = budget_guard(args)  # before anything is read, uploaded or spent
     outputs = args.outputs or runs_dir() / "infra" / "aws" / "outputs.json"
     stack = StackOutputs.read(outputs)
     cloud = connect(args, stack)
@@ -121,7 +122,6 @@ def run_command(args: argparse.Namespace) -> int:
             f"--job-id {job_id!r}: 1-48 letters, digits, '.', '_' or '-', starting alphanumeric"
         )
     spec = _spec(args, job_id, key, rows, stack)
-    guard = budget_guard(args)
     quotes = quotes_for_run(args, cloud, spec)
     preflight_for_run(args, cloud, spec, quotes, guard)
     run_dir = args.run_dir or runs_dir() / job_id

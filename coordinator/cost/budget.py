@@ -169,8 +169,17 @@ def summarize(entries: list[SpendEntry]) -> BudgetState:
     )
 
 
+def test_mode_requested() -> bool:
+    """`BUDGET_GUARD_TEST_MODE=1` in the environment: the simulator honours it (and says so); every command
+    that can spend money refuses to start with it (`commands/options.budget_guard`), so a value left in a
+    shell never turns the persistent guard off for a real run."""
+    return os.environ.get(TEST_MODE_ENV) == "1"
+
+
 class BudgetGuard:
-    def __init__(self, ceiling_usd: float, log_path: Path) -> None:
+    def __init__(self, ceiling_usd: float, log_path: Path, *, in_memory: bool = False) -> None:
+        """`in_memory`: no spend log on disk (tests, and the simulator in test mode); never from the
+        environment by itself."""
         override = os.environ.get(CEILING_ENV)
         if override is not None:
             self.ceiling_usd = parse_amount(override.strip(), f"${CEILING_ENV}")
@@ -178,7 +187,7 @@ class BudgetGuard:
             self.ceiling_usd = parse_amount(ceiling_usd, "budget ceiling")
         self.log_path = Path(log_path)
         self.currency = CURRENCY
-        self.in_memory = os.environ.get(TEST_MODE_ENV) == "1"
+        self.in_memory = in_memory
         self.log = SpendLog(self.log_path, in_memory=self.in_memory)
 
     def _entries(self) -> list[SpendEntry]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.budget import TEST_MODE_ENV, BudgetGuard, test_mode_requested
 from coordinator.cost.ledger import default_tracking_uri
 from coordinator.errors import SimulationError
 from coordinator.job.instances import list_instances
@@ -123,7 +124,12 @@ def run_matrix(
         AvailabilityTrace.load(settings.trace, one_means=settings.trace_one_means) if settings.trace else None
     )
     settings.out_dir.mkdir(parents=True, exist_ok=True)
-    guard = BudgetGuard(settings.budget_usd, settings.spend_log or settings.out_dir / "spend_log.jsonl")
+    in_memory = test_mode_requested()
+    if in_memory:
+        print(f"budget guard: {TEST_MODE_ENV}=1: the spend log is kept in memory only", file=sys.stderr)
+    guard = BudgetGuard(
+        settings.budget_usd, settings.spend_log or settings.out_dir / "spend_log.jsonl", in_memory=in_memory
+    )
     plan = matrix(settings)
     results: list[SimulatedRun] = []
     direct_ec2 = infra.target.client("ec2")

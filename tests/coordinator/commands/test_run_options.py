@@ -1,9 +1,13 @@
-"""`spotbatch run`'s worker options: the steady heartbeat interval follows the loss timeout, and one that
-would let a live worker be taken for lost is refused in one line."""
+"""`spotbatch run`'s options: the steady heartbeat interval follows the loss timeout, and one that would let
+a live worker be taken for lost is refused in one line; so is the budget guard's test mode."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +64,15 @@ def test_instance_types_are_the_jobs_pools_of_the_stacks_kind() -> None:
         pool_types("m7i.xlarge,g5.xlarge", stack)
     with pytest.raises(ConfigError, match=r"nope\.large"):
         pool_types("nope.large", stack)
+
+
+def test_a_real_run_refuses_the_budget_test_mode_left_in_a_shell(tmp_path: Path) -> None:
+    """`BUDGET_GUARD_TEST_MODE=1` kept a real run's spend log in memory only: two jobs under one ceiling both
+    ran. Now the run stops before it reads, uploads or spends anything, in one line."""
+    env = {**os.environ, "BUDGET_GUARD_TEST_MODE": "1", "SPOTBATCH_HOME": str(tmp_path)}
+    outputs = tmp_path / "never-applied" / "outputs.json"
+    command = [sys.executable, "-m", "coordinator", "run", "--input-key", "k", "--outputs", str(outputs)]
+    refused = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+    assert "BUDGET_GUARD_TEST_MODE=1 is set" in refused.stderr and "outputs" not in refused.stderr

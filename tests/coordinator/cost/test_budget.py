@@ -78,12 +78,11 @@ def test_log_is_only_ever_appended(log_path: Path) -> None:
     assert after.startswith(before) and len(after) > len(before)
 
 
-def test_env_overrides_the_ceiling_and_test_mode_stays_in_memory(
+def test_env_overrides_the_ceiling_and_an_in_memory_guard_stays_in_memory(
     log_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LYNX_CLOUD_BUDGET_USD", "20")
-    monkeypatch.setenv("BUDGET_GUARD_TEST_MODE", "1")
-    guard = BudgetGuard(5.0, log_path)
+    guard = BudgetGuard(5.0, log_path, in_memory=True)
     guard.authorize("bigger", 15.0)
     assert guard.remaining == pytest.approx(5.0)
     assert not log_path.exists()
@@ -182,3 +181,11 @@ def _authorize_after_barrier(
 ) -> None:
     start.wait()
     _authorize_in_child(log_path, index, results)
+
+
+def test_the_test_mode_variable_alone_never_turns_the_spend_log_off(
+    log_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUDGET_GUARD_TEST_MODE", "1")
+    BudgetGuard(5.0, log_path).authorize("real", 1.0)
+    assert log_path.exists()

@@ -136,10 +136,9 @@ def test_a_log_replaced_while_a_caller_waits_for_the_lock_is_opened_again(tmp_pa
     assert outcome == ["refused"]  # it counted the new file's $3: 3 + 3 > 5
 
 
-def test_test_mode_serialises_threads_that_share_a_guard(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BUDGET_GUARD_TEST_MODE", "1")
+def test_an_in_memory_guard_serialises_threads_that_share_it() -> None:
     for _ in range(30):
-        guard = BudgetGuard(5.0, Path("unused"))
+        guard = BudgetGuard(5.0, Path("unused"), in_memory=True)
         assert authorize_in_threads(guard, 20) == 5
 
 
