@@ -25,7 +25,6 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -35,6 +34,7 @@ from typing import Any, Literal
 
 from coordinator.background import Background
 from coordinator.job.instances import list_instances
+from coordinator.untrusted import load_json
 
 EventKind = Literal["interruption-warning", "rebalance", "state-change"]
 DETAIL_TYPES: dict[str, EventKind] = {
@@ -60,14 +60,15 @@ class InstanceEvent:
 
 
 def parse_event(body: str, receipt: str = "", message_id: str = "") -> InstanceEvent | None:
-    """An EC2 event as EventBridge delivers it to SQS; None if the message is not one."""
+    """An EC2 event as EventBridge delivers it to SQS; None if the message is not one (anything may be sent
+    to the queue: a body that is not UTF-8, not JSON, or nested too deep is refused alone, with limits)."""
     try:
-        document = json.loads(body)
+        document = load_json(body, what="events queue message")
         kind = DETAIL_TYPES.get(document.get("detail-type", ""))
         detail = document.get("detail") or {}
         instance_id = str(detail.get("instance-id", ""))
         at = datetime.fromisoformat(str(document.get("time", "")).replace("Z", "+00:00")).timestamp()
-    except (ValueError, AttributeError, TypeError):
+    except (ValueError, AttributeError, TypeError):  # UntrustedInput is a ValueError
         return None
     if kind is None or document.get("source") != "aws.ec2" or not instance_id.startswith("i-"):
         return None

@@ -136,3 +136,27 @@ def test_another_jobs_event_coming_back_asks_ec2_for_its_owner_once(aws: dict[st
             assert time.monotonic() < deadline, listener.handed_back
             time.sleep(0.1)
     assert asked == [[theirs]]
+
+
+POISON = "[" * 100_000 + "]" * 100_000  # RecursionError out of json.loads
+
+
+def test_a_poison_message_beside_a_real_warning_goes_alone_to_the_dead_letter_queue(
+    aws: dict[str, Any],
+) -> None:
+    """A 100,000-deep array in the same receive as a genuine warning: the whole batch was dropped (the
+    warning never reached the job). Each message is parsed on its own, with limits."""
+    sqs, ec2, events, queue = aws["sqs"], aws["ec2"], aws["events"], aws["queue"]
+    mine = launch(ec2, "job-a")
+    sqs.send_message(QueueUrl=queue, MessageBody=POISON)
+    sqs.send_message(QueueUrl=queue, MessageBody=b"\xff\xfe not utf-8".decode("latin-1"))
+    with EventQueue(sqs, queue, "job-a", owners=owners_by_tag(ec2), long_poll_seconds=1) as listener:
+        events.put_events(Entries=[interruption_warning(mine, REGION, "123456789012")])
+        assert listener.wait(10.0), "the warning never reached the loop"
+        assert [(e.kind, e.instance_id) for e in listener.take()] == [("interruption-warning", mine)]
+    assert parse_event(POISON) is None
+
+
+@pytest.mark.parametrize("body", [POISON, '{"a": ' * 50 + "1" + "}" * 50, "x" * 300_000])
+def test_a_document_nested_too_deep_or_too_big_parses_to_none(body: str) -> None:
+    assert parse_event(body) is None
