@@ -29,6 +29,7 @@ from inference.storage import ObjectStore
 HEARTBEAT_SECONDS = 2.0  # while starting and draining
 STEADY_HEARTBEAT_SECONDS = 30.0  # while running: 3 beats fit in the coordinator's 90-s loss timeout
 WARMUP_BEATS = 3  # beats at the short interval after the first
+MAX_MESSAGE_CHARS = 2_000  # a failure's message is cut here: the coordinator refuses oversized heartbeats
 HEARTBEAT_TAGS = {"spotbatch:kind": "heartbeat"}  # the bucket's lifecycle rule expires objects with this tag
 
 HeartbeatState = Literal["running", "draining", "done", "failed"]
@@ -106,5 +107,5 @@ class HeartbeatWriter(threading.Thread):
         if self.is_alive():
             self.join()
         if state is not None:
-            self.update(state=state, message=message)
+            self.update(state=state, message=message[:MAX_MESSAGE_CHARS])
             self.beat()

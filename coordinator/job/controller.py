@@ -115,6 +115,7 @@ class Controller:
             heartbeat_timeout=spec.heartbeat_timeout,
             boot_timeout=spec.boot_timeout,
             full_look_seconds=FULL_LOOK_SECONDS if events is not None else None,
+            segment_range=lambda segment: state.segment(spec.job_id, segment).rows,  # a `done` must cover it
         )
         self.book = AttemptBook(
             spec=spec,

@@ -13,21 +13,31 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import logging
+import math
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, get_args
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from coordinator.errors import ThrottledError
 from coordinator.job.aws_errors import raise_for_setup
-from inference.heartbeat import Heartbeat
+from coordinator.untrusted import UntrustedInput, load_json
+from inference.heartbeat import Heartbeat, HeartbeatState
 from inference.layout import heartbeat_key
 from inference.storage import ObjectNotFound, ObjectStore
 
 HEARTBEATS_PREFIX = heartbeat_key("").rsplit("/", 1)[0] + "/"
+MAX_HEARTBEAT_BYTES = 16 * 1024  # a worker's is a few hundred bytes; its message is cut at 2,000 characters
+CLOCK_SKEW_SECONDS = 300.0  # a worker's clock may run this far ahead of the coordinator's (NTP keeps both)
+BEAT_STATES = frozenset(get_args(HeartbeatState))
+HEARTBEAT_FIELDS: dict[str, tuple[type, ...]] = {  # each field of a heartbeat, and the JSON types it may be
+    f.name: (int, float) if f.type in ("float", float) else ((int,) if f.type in ("int", int) else (str,))
+    for f in fields(Heartbeat)
+}
 FETCHERS = 16  # GETs in flight at once: S3 serves thousands a second per prefix
 log = logging.getLogger(__name__)
 
@@ -38,12 +48,46 @@ class RequestCount:
     gets: int = 0
 
 
-def parse_heartbeat(segment_id: str, data: bytes) -> Heartbeat | None:
+def parse_heartbeat(segment_id: str, data: bytes, now: float | None = None) -> Heartbeat | None:
+    """The heartbeat object of `segment_id`, or None (logged) when it is not one a worker of this segment
+    writes: not UTF-8, not JSON, nested, huge, a field of the wrong type, a state no worker sends, a time
+    that is not finite or lies ahead of `now` (a beat from the future would never go stale)."""
     try:
-        return Heartbeat(**json.loads(data))
-    except (json.JSONDecodeError, TypeError) as error:  # a torn or foreign object: treat as no beat
-        log.warning("heartbeat of %s does not parse (%s); ignored", segment_id, error)
+        document = load_json(data, what=f"heartbeat of {segment_id}", max_bytes=MAX_HEARTBEAT_BYTES)
+        return _heartbeat_of(segment_id, document, time.time() if now is None else now)
+    except UntrustedInput as refusal:  # a torn, foreign or forged object: as if there were no beat
+        log.warning("%s; ignored", refusal)
         return None
+
+
+def _heartbeat_of(segment_id: str, document: Any, now: float) -> Heartbeat:
+    what = f"heartbeat of {segment_id}"
+    if not isinstance(document, dict):
+        raise UntrustedInput(f"{what}: {type(document).__name__}, not an object")
+    values: dict[str, Any] = {}
+    for name, kind in HEARTBEAT_FIELDS.items():
+        if name not in document:
+            continue  # the dataclass's default, or its TypeError below for a required one
+        value = document[name]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise UntrustedInput(
+                f"{what}: {name} {value!r:.40} is not {' or '.join(k.__name__ for k in kind)}"
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UntrustedInput(f"{what}: {name} {value} is not finite")
+        values[name] = value
+    if values.get("state", "running") not in BEAT_STATES:
+        raise UntrustedInput(f"{what}: state {values['state']!r:.40} is not one a worker sends")
+    if values.get("segment_id") != segment_id:
+        raise UntrustedInput(f"{what}: it names segment {values.get('segment_id')!r:.40}")
+    if float(values.get("ts", 0.0)) > now + CLOCK_SKEW_SECONDS:
+        raise UntrustedInput(
+            f"{what}: ts {values['ts']} is ahead of this clock by more than {CLOCK_SKEW_SECONDS:g} s"
+        )
+    try:
+        return Heartbeat(**values)
+    except TypeError as error:
+        raise UntrustedInput(f"{what}: {error}") from None
 
 
 def read_heartbeat(store: ObjectStore, segment_id: str) -> Heartbeat | None:

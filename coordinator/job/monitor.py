@@ -15,7 +15,11 @@ matches:
 5. otherwise running.
 
 Only heartbeats of the attempt the coordinator launched count: the object may still hold an older
-attempt's last words. Times are wall-clock seconds (heartbeat timestamps are the worker's clock).
+attempt's last words. A heartbeat is untrusted input (any worker of the job may write it): one that does not
+parse is no beat (`heartbeats.parse_heartbeat`), and a `done` beat counts only when the segment's checkpoint
+proves it (done by this attempt, every row of the segment's range, every part it lists present);
+otherwise it is ignored, and the attempt goes stale as a silent one would. Times are wall-clock seconds
+(heartbeat timestamps are the worker's clock).
 
 Usage::
 
@@ -26,7 +30,8 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,12 +39,16 @@ from coordinator.job.fleet import Fleet
 from coordinator.job.heartbeats import HeartbeatReader
 from coordinator.job.instance_watch import InstanceWatch
 from coordinator.job.instances import GONE_STATES
+from inference.checkpoint import Checkpoint, load_checkpoint
+from inference.errors import CheckpointError
 from inference.heartbeat import Heartbeat
+from inference.layout import parts_prefix
 from inference.storage import ObjectStore
 
 # EC2's listings are eventually consistent: an instance RunInstances just returned may be missing from a
 # DescribeInstances for a few seconds; missing this long after its launch, it is gone
 LISTING_LAG_SECONDS = 30.0
+log = logging.getLogger("coordinator.monitor")
 Verdict = Literal["booting", "running", "draining", "done", "failed", "lost"]
 
 
@@ -108,9 +117,12 @@ class Monitor:
         heartbeat_timeout: float,
         boot_timeout: float,
         full_look_seconds: float | None = None,
+        segment_range: Callable[[str], tuple[int, int]] | None = None,
     ) -> None:
         """`full_look_seconds`: with an events queue, how often the whole job is listed (`instance_watch.py`);
-        None lists it every cycle."""
+        None lists it every cycle. `segment_range`: a segment's rows (start, stop), that a `done` beat's
+        checkpoint must cover (None: the checkpoint's own)."""
+        self.segment_range = segment_range
         self.store = store
         self.heartbeats = HeartbeatReader(store)
         self.fleet = fleet
@@ -137,7 +149,7 @@ class Monitor:
             beat = beats.get(attempt.segment_id)
             if beat is not None and beat.attempt == attempt.attempt_id:
                 seen = self._latest.get(attempt.attempt_id)
-                if seen is None or beat.ts >= seen.ts:
+                if (seen is None or beat.ts >= seen.ts) and (beat.state != "done" or self._done_proven(beat)):
                     self._latest[attempt.attempt_id] = beat
         heartbeat_ts = {a: beat.ts for a, beat in self._latest.items()}
         instances = self.instances.look(attempts, heartbeat_ts, now)
@@ -157,6 +169,37 @@ class Monitor:
             )
             views.append(AttemptView(attempt, verdict, reason, state, heartbeat, state_reason))
         return views
+
+    def _done_proven(self, beat: Heartbeat) -> bool:
+        segment = beat.segment_id
+        expected = self.segment_range(segment) if self.segment_range else None
+        try:
+            why = unproven_done(load_checkpoint(self.store, segment), beat, expected, self.store)
+        except CheckpointError as error:
+            why = str(error)
+        if why:
+            log.warning("heartbeat of %s says done, but %s: ignored", segment, why)
+        return not why
+
+
+def unproven_done(
+    checkpoint: Checkpoint | None, beat: Heartbeat, expected: tuple[int, int] | None, store: ObjectStore
+) -> str:
+    """Why the checkpoint does not prove the `done` beat ("" when it does)."""
+    if checkpoint is None or not checkpoint.done:
+        return "its checkpoint is not done"
+    if checkpoint.attempt != beat.attempt:
+        return f"its checkpoint was written by {checkpoint.attempt!r:.60}"
+    rows = (checkpoint.start, checkpoint.stop)
+    if expected is not None and rows != expected:
+        return (
+            f"its checkpoint covers rows {rows[0]}-{rows[1]}, not the segment's {expected[0]}-{expected[1]}"
+        )
+    if checkpoint.rows_done != checkpoint.stop - checkpoint.start:
+        return f"its checkpoint holds {checkpoint.rows_done} of {checkpoint.stop - checkpoint.start} rows"
+    present = set(store.list(parts_prefix(beat.segment_id)))
+    missing = [part for part in checkpoint.parts if part not in present]
+    return f"{len(missing)} part(s) its checkpoint lists are missing ({missing[0]:.80})" if missing else ""
 
 
 # -- why a lost attempt ended ----------------------------------------------------------------------------

@@ -95,6 +95,11 @@ class SegmentRow:
     market: str | None
     attempts: int
 
+    @property
+    def rows(self) -> tuple[int, int]:
+        """Its row range: (start, stop)."""
+        return self.start, self.stop
+
 
 @dataclass(frozen=True, slots=True)
 class AttemptRow:

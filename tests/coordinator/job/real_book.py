@@ -8,6 +8,7 @@ from pathlib import Path
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import PriceTable
 from coordinator.job.attempts import AttemptBook
+from coordinator.job.instances import InstanceInfo
 from coordinator.job.launch_contract import LaunchRequest
 from coordinator.job.monitor import Monitor
 from coordinator.job.pools import CapacityPools, Placement
@@ -33,6 +34,13 @@ class Fleet:
 
     def terminate(self, instance_ids: list[str]) -> None:
         self.terminated.append(instance_ids)
+
+    def job_instances(self, job_id: str) -> dict[str, InstanceInfo]:
+        """Every instance launched, running (what the monitor's look at the fleet sees)."""
+        return {f"i-{n}": InstanceInfo(f"i-{n}", "running", {}) for n in range(1, len(self.launched) + 1)}
+
+    def instances(self, instance_ids: list[str]) -> dict[str, InstanceInfo]:
+        return {i: info for i, info in self.job_instances("j").items() if i in instance_ids}
 
     def terminate_and_confirm(self, instance_ids: list[str]) -> None:
         self.confirmed.append(instance_ids)

@@ -11,7 +11,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from coordinator.job.heartbeats import HeartbeatReader
+from coordinator.job.heartbeats import HeartbeatReader, parse_heartbeat
 from inference.heartbeat import Heartbeat
 from inference.layout import heartbeat_key
 from inference.storage import LocalStore, ObjectStore, S3Store
@@ -89,3 +89,37 @@ def test_a_failed_listing_is_a_setup_error_or_a_look_skipped(
         reader = HeartbeatReader(S3Store("beats", "jobs/j", client=client))
         with pytest.raises(getattr(errors, raised), match=says):
             reader.changed(["seg-0000"])
+
+
+def _forged(segment: str = "seg-0001", **fields: object) -> bytes:
+    record = asdict(Heartbeat(segment, "i-1", "spot", f"j/{segment}/1", 100, rows_done=5, ts=time.time()))
+    return json.dumps({**record, **fields}).encode()
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (b"\xff\xfe{}", "not UTF-8"),
+        (b"[" * 5_000 + b"]" * 5_000, "nested deeper"),
+        (_forged(ts="1796378400"), "ts '1796378400' is not"),
+        (_forged(ts=time.time() + 86_400), "ahead of this clock"),
+        (_forged(ts=float("nan")), "ts nan is not finite"),
+        (_forged(rows_done=True), "rows_done True is not int"),
+        (_forged(state="finished"), "state 'finished'"),
+        (_forged(segment="seg-0002"), "names segment 'seg-0002'"),
+        (json.dumps([1, 2]).encode(), "list, not an object"),
+        (b"x" * 20_000, "more than"),
+    ],
+)
+def test_a_heartbeat_that_is_not_a_workers_is_no_beat_and_says_why(
+    data: bytes, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Any worker of the job may write any heartbeat object: one that raised out of the loop (non-UTF-8,
+    deep nesting, a string ts) stopped the job for good; now it is no beat, with one warning line."""
+    assert parse_heartbeat("seg-0001", data) is None
+    assert why in caplog.text
+
+
+def test_a_workers_heartbeat_parses() -> None:
+    beat = parse_heartbeat("seg-0001", _forged(rows_per_s=3))
+    assert beat is not None and beat.rows_done == 5 and beat.rows_per_s == 3
