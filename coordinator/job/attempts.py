@@ -236,16 +236,18 @@ class AttemptBook:
             self.state.set_failed_launch(self.job_id, segment, reason=f"{market}: {outcome}")
             self.fail(segment, "the account refused the launch", str(outcome))
             raise outcome
+        crash_point("after-run-instances")
         self._launched(planned, outcome)
 
     def _launched(self, planned: PlannedLaunch, placement: Placement) -> None:
         segment, attempt_id, market, label = planned.row.segment_id, *planned[1:]
-        launched, (instance_id, kind, zone) = self.clock.now(), placement
+        instance_id, kind, zone, launch_time = placement
+        launched = self.clock.at(launch_time) if launch_time else self.clock.now()  # found again: EC2's
         kind = kind or self.quotes.first_type  # "": the template's own type
         self.state.attempt_launched(
             attempt_id, instance_id=instance_id, launched_at=launched, instance_type=kind
         )
-        active = ActiveAttempt(segment, attempt_id, instance_id, market, time.time())
+        active = ActiveAttempt(segment, attempt_id, instance_id, market, launch_time or time.time())
         self.active[segment] = Tracked(active, self.index[segment], launched, label, kind, zone)
         log.info("%s: launched %s (%s %s) on %s as %s", segment, instance_id, kind, zone, market, attempt_id)
 

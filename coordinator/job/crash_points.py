@@ -7,6 +7,7 @@ once, no instance is left and no budget reservation stays open. Unset (always, o
 costs one dictionary lookup.
 
     after-authorize        the budget guard reserved the launch; the state does not know the attempt yet
+    after-run-instances    EC2 answered the launch; the state does not know its instance yet
     after-state-draining   the segment is DRAINING; its attempt is still open
     after-state-done       the segment is DONE; its attempt is still open
     after-terminate        the instance is terminated; the attempt is not closed in the state
@@ -23,6 +24,7 @@ from coordinator.errors import ConfigError
 CRASH_ENV = "SPOTBATCH_CRASH_AT"
 POINTS = (
     "after-authorize",
+    "after-run-instances",
     "after-state-draining",
     "after-state-done",
     "after-terminate",

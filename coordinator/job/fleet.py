@@ -189,7 +189,7 @@ class Fleet:
                 f"no launch template for market {request.market!r}; have {sorted(self.templates)}"
             )
         existing = self._attempt_instance(request.attempt_id) if repeat else None
-        if existing is not None:  # launched before a crash: EC2's ClientToken covers a call still in flight
+        if existing is not None:  # launched before a crash, found by its tag (moto ignores ClientToken)
             return existing
         tags = [{"Key": k, "Value": v} for k, v in tags_for(request).items()]
         kwargs: dict[str, Any] = {
@@ -234,9 +234,11 @@ class Fleet:
                 waited += PROFILE_RETRY
 
     def _attempt_instance(self, attempt_id: str) -> Placement | None:
-        describe = partial(self._call, "describe_instances")
-        alive = list(list_instances(describe, attempt_id=attempt_id, alive_only=True).values())
-        return Placement(alive[0].instance_id, alive[0].instance_type, alive[0].zone) if alive else None
+        """The instance a launch of this attempt made, alive or gone: it bills from its LaunchTime."""
+        found = list_instances(partial(self._call, "describe_instances"), attempt_id=attempt_id).values()
+        for info in sorted(found, key=lambda i: (not i.alive, i.launch_time)):
+            return Placement(info.instance_id, info.instance_type, info.zone, info.launch_time or None)
+        return None
 
     def job_instances(self, job_id: str) -> dict[str, InstanceInfo]:
         """Every instance of the job EC2 still lists, each page through the retries of `_call`."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from coordinator.job.launch_contract import (
@@ -38,6 +39,7 @@ class InstanceInfo:
     state_reason: str = ""  # EC2's StateReason code, as Server.SpotInstanceTermination ("" none given)
     zone: str = ""  # its availability zone (Placement)
     instance_type: str = ""
+    launch_time: float = 0.0  # EC2's LaunchTime, epoch seconds (0: not given)
 
     @property
     def alive(self) -> bool:
@@ -90,6 +92,7 @@ def list_instances(
                 tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
                 reason = str(instance.get("StateReason", {}).get("Code", ""))
                 zone = str(instance.get("Placement", {}).get("AvailabilityZone", ""))
+                launched = instance.get("LaunchTime")
                 found[instance["InstanceId"]] = InstanceInfo(
                     instance["InstanceId"],
                     instance["State"]["Name"],
@@ -97,6 +100,7 @@ def list_instances(
                     reason,
                     zone,
                     str(instance.get("InstanceType", "")),
+                    launched.timestamp() if isinstance(launched, datetime) else 0.0,
                 )
         token = page.get("NextToken")
         if not token:

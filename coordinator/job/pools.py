@@ -35,11 +35,14 @@ class Pool(NamedTuple):
 
 
 class Placement(NamedTuple):
-    """Where a launch landed: the instance and its pool ("" type: the template's)."""
+    """Where a launch landed: the instance and its pool ("" type: the template's). `launch_time`: EC2's
+    LaunchTime (epoch seconds) of an instance found again after a restart, which bills from then; None for
+    the answer of the launch just made (it bills from now)."""
 
     instance_id: str
     instance_type: str
     zone: str
+    launch_time: float | None = None
 
 
 class CapacityPools:

@@ -44,7 +44,7 @@ def prove_teardown(ec2: Any, placed: Placement, sleep: Callable[[float], None]) 
                     f"{placed.instance_id}, tagged Project=spotbatch: the job stops before launching "
                     "another, and that instance powers itself off when its worker ends or at its max "
                     f"lifetime; {POLICY_HINT}",
-                    *placed,
+                    *placed[:3],
                 ) from None
             if code != "InvalidInstanceID.NotFound":
                 log.warning(

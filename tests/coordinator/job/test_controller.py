@@ -281,10 +281,12 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
 ) -> None:
     """The cloud (moto, instance runtime, metadata server) lives in this process; the coordinator is
     `python -m coordinator run`, killed with SIGKILL at each crash point in turn (`SPOTBATCH_CRASH_AT`) and
-    started again with the same job id: after authorize, after DRAINING, after terminate, before the actual
-    cost is recorded, after DONE (and then down long enough for a worker to finish and its instance to
-    power off unseen). The last start finishes: every row once, no attempt launched twice, no instance
-    left, no budget reservation open, and the attempt that ended unseen billed to its own end."""
+    started again with the same job id: after authorize, right after RunInstances returns (and then down
+    for 90 cloud s), after DRAINING, after terminate, before the actual cost is recorded, after DONE (and
+    then down long enough for a worker to finish and its instance to power off unseen). The last start
+    finishes: every row once, no attempt launched twice, no instance left, no budget reservation open,
+    every instance EC2 ran in the ledger, billed from its LaunchTime (the instance the restart found was
+    billed from the restart), and the attempt that ended unseen billed to its own end."""
     from coordinator.cost.budget import BudgetGuard
     from coordinator.job.crash_points import CRASH_ENV, POINTS
     from coordinator.sim.matrix import upload_dataset
@@ -295,7 +297,8 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
     spend_log = tmp_path / "spend.jsonl"
     command = run_command(outputs, stack.endpoint, job, run_dir, spend_log)
     env = {**os.environ, "SPOTBATCH_HOME": str(tmp_path)}
-    order = ["after-authorize", "after-state-draining", "after-terminate", "before-record-actual"]
+    order = ["after-authorize", "after-run-instances", "after-state-draining", "after-terminate"]
+    order.append("before-record-actual")
     order.append("after-state-done")
     assert sorted(order) == sorted(POINTS)
     with simulated_machines(stack, busy_model_dir, tmp_path, job) as (imds, runtime):
@@ -306,6 +309,8 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
                 instance = _first_running_instance(run_dir / "state.db", coordinator)
                 imds.issue_notice(instance, action_time="2026-12-03T12:02:00Z")
             assert coordinator.wait(180) == -signal.SIGKILL, (point, (tmp_path / f"{point}.log").read_text())
+            if point == "after-run-instances":
+                time.sleep(3)  # 90 cloud s down: the instance it launched boots and bills meanwhile
         time.sleep(3)  # 90 cloud s down: the segment that was DONE has its instance power off unseen
         last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
         assert last.returncode == 0, last.stderr[-3000:]
@@ -326,12 +331,21 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
     ledger = [json.loads(line) for line in (run_dir / "ledger.jsonl").read_text().splitlines()]
     attempts = [a for a in ledger if a["kind"] == "attempt"]
     assert sum(a["end_reason"] == "interrupted" for a in attempts) == 1
+    record = json.loads((run_dir / "run.json").read_text())
+    origin, scale = float(record["clock_origin"]), float(record["time_scale"])
+    billed_from = {a["instance_id"]: a["launched_at"] for a in attempts}
+    assert set(billed_from) == set(instances)  # every instance EC2 ran is in the ledger
+    for instance_id, info in instances.items():  # from its LaunchTime (whole seconds: +-1 wall s)
+        launch_time = origin + (info.launch_time - origin) * scale
+        assert abs(billed_from[instance_id] - launch_time) <= scale + 5, (
+            instance_id,
+            billed_from,
+            launch_time,
+        )
     # the attempt whose segment was DONE when the coordinator died: billed to its last heartbeat, not to
     # the restart 90 cloud s later (its instance powered itself off when its worker exited)
     done = next(e for e in events(run_dir) if e["to_state"] == "DONE")
     unseen = next(a for a in attempts if a["end_reason"] == "done" and a["segment_id"] == done["segment_id"])
-    record = json.loads((run_dir / "run.json").read_text())
-    origin, scale = float(record["clock_origin"]), float(record["time_scale"])
     noticed = origin + (done["ts"] - origin) * scale  # the restart came 3 s (90 cloud s) after this
     assert unseen["ended_at"] < noticed + 30, (unseen, noticed)
 

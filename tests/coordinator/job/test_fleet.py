@@ -22,6 +22,7 @@ from coordinator.errors import (
 )
 from coordinator.job.fleet import Fleet
 from coordinator.job.launch_contract import LaunchRequest
+from coordinator.job.pools import Placement
 from tests.aws_errors import ERRORS, queue_error
 
 
@@ -84,6 +85,19 @@ def test_same_attempt_launched_twice_is_one_instance(ec2: Any) -> None:
     again = fleet.launch(request(), repeat=True)  # a coordinator restarted mid-launch repeats the call
     assert first == again
     assert fleet.alive("job-1") == [first]
+
+
+def test_a_repeated_launch_finds_its_instance_even_gone_with_its_launch_time(ec2: Any) -> None:
+    """A coordinator killed right after RunInstances returned: the instance may be gone by the restart (it
+    crashed, was reclaimed or finished). It ran and billed: the repeat finds it, with EC2's LaunchTime, and
+    launches nothing (a new launch left 15 instances EC2 ran out of the state and the ledger)."""
+    fleet = Fleet(ec2, templates=templates(ec2), sleep=lambda s: None)
+    first = fleet.launch(request())
+    ec2.terminate_instances(InstanceIds=[first])
+    again = fleet.launch_placed(request(), repeat=True)
+    described = ec2.describe_instances(InstanceIds=[first])["Reservations"][0]["Instances"][0]
+    assert again.instance_id == first and again.launch_time == described["LaunchTime"].timestamp()
+    assert list(fleet.job_instances("job-1")) == [first]  # no second instance
 
 
 def test_throttling_past_the_clients_retries_is_throttled_not_a_verdict(aws_credentials: None) -> None:
@@ -277,7 +291,7 @@ def test_a_pool_without_capacity_sends_the_launch_to_the_next_pool_then_the_next
         stub.add_response("run_instances", {"Instances": [{"InstanceId": "i-0abc"}]})
         dry_run_allowed(stub)  # the job's first instance proves the teardown
         placed = fleet.launch_placed(request())
-    assert placed == ("i-0abc", "c7i.xlarge", zones[0])
+    assert placed == Placement("i-0abc", "c7i.xlarge", zones[0])
     assert asked == [("m7i.xlarge", subnets[z]) for z in zones] + [("c7i.xlarge", subnets[zones[0]])]
     later = [p.instance_type for p in fleet.pools.order("seg-0000", "spot")]
     assert later == ["c7i.xlarge", "c7i.xlarge", "m7i.xlarge", "m7i.xlarge"]  # the refused pools last
