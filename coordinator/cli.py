@@ -8,10 +8,14 @@ and the exit code its class carries (`coordinator/errors.py`, the table in the R
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from importlib import metadata
+from types import FrameType
 
 from coordinator.commands import (
     budget,
@@ -29,6 +33,7 @@ from coordinator.commands import (
     whatif,
 )
 from coordinator.errors import (
+    EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
     BudgetGuardExceeded,
     Declined,
@@ -82,13 +87,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops a command as Ctrl-C does: through its clean stop (instances terminated, the cut job's
+    records written, exit 130); Python's default would end the process at once, with nothing cleaned."""
+    if threading.current_thread() is not threading.main_thread():  # signals go to the main thread only
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     if args.command in PRIVATE_COMMANDS:
         os.umask(0o077)
     try:
-        return handler(args)
+        with sigterm_as_interrupt():
+            return handler(args)
     except (BudgetGuardExceeded, PreflightFailed, Declined) as refusal:
         print(f"refused: {refusal}", file=sys.stderr)
         return refusal.exit_code
@@ -98,6 +122,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as error:
+        why = credentials_problem(error)
+        if why is None:
+            raise  # a bug: its traceback
+        print(f"error: {why}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def credentials_problem(error: Exception) -> str | None:
+    """botocore's word when it has no usable AWS credentials, as one line saying where they come from."""
+    from botocore.exceptions import (
+        CredentialRetrievalError,
+        NoCredentialsError,
+        PartialCredentialsError,
+        ProfileNotFound,
+        SSOError,
+        TokenRetrievalError,
+    )
+
+    known = (NoCredentialsError, PartialCredentialsError, ProfileNotFound, CredentialRetrievalError)
+    if not isinstance(error, (*known, SSOError, TokenRetrievalError)):
+        return None
+    return (
+        f"AWS credentials: {error}. Set AWS_PROFILE (after `aws sso login` or `aws configure`), or "
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    )
 
 
 if __name__ == "__main__":

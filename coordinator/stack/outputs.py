@@ -32,6 +32,11 @@ REQUIRED = (
 
 def read_outputs(path: Path) -> dict[str, Any]:
     """`terraform output -json` ({name: {value: ...}}) or plain {name: value}; errors name the missing key."""
+    if not path.exists():
+        raise StackOutputsError(
+            f"{path}: no stack outputs: the stack was never applied here; run `make apply-real REGION=... "
+            "BUCKET=...` first (or pass --outputs with the file it wrote)"
+        )
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:

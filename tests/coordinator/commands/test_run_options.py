@@ -76,3 +76,37 @@ def test_a_real_run_refuses_the_budget_test_mode_left_in_a_shell(tmp_path: Path)
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
     assert "BUDGET_GUARD_TEST_MODE=1 is set" in refused.stderr and "outputs" not in refused.stderr
+
+
+NO_CREDENTIALS = {
+    "AWS_CONFIG_FILE": "/nonexistent/config",
+    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/credentials",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+
+
+def _spotbatch(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", *args],
+        capture_output=True,
+        text=True,
+        env={**base, "SPOTBATCH_HOME": str(tmp_path), **(env or {})},
+        timeout=120,
+    )
+
+
+def test_a_run_on_a_stack_never_applied_points_to_apply_real(tmp_path: Path) -> None:
+    outputs = tmp_path / "runs" / "infra" / "aws" / "outputs.json"
+    ran = _spotbatch(tmp_path, "run", "--input-key", "k", "--outputs", str(outputs))
+    assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stderr
+    assert "the stack was never applied here; run `make apply-real" in ran.stderr
+
+
+def test_no_aws_credentials_is_one_line_and_exit_2_not_a_traceback(tmp_path: Path) -> None:
+    """botocore's NoCredentialsError came out as a 60-line traceback with exit 1."""
+    ran = _spotbatch(tmp_path, "preflight", "--region", "us-east-1", "--estimate", "1", env=NO_CREDENTIALS)
+    assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stderr
+    assert ran.stderr.startswith("error: AWS credentials: Unable to locate credentials. Set AWS_PROFILE")
