@@ -271,3 +271,12 @@ class BurstFailed(SpotbatchError):
 
 class ParityMismatch(BurstFailed):
     """The box's software differs from this machine's; the message lists the fields."""
+
+
+class JobInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped a job cleanly (its instances ended): `outcome` is the cut job's, for its
+    records; the command still ends with exit 130."""
+
+    def __init__(self, outcome: object) -> None:
+        super().__init__("interrupted")
+        self.outcome = outcome

@@ -18,14 +18,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import secrets
-import signal
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from coordinator.commands.options import Subcommands, add_budget_options, add_target_options, budget_guard
@@ -107,20 +104,6 @@ def payload_command(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the run like Ctrl-C: through the teardown."""
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def burst_command(args: argparse.Namespace) -> int:
     from coordinator.burst.plan import BURST_PREFIX
     from coordinator.burst.workflow import run_burst
@@ -149,8 +132,7 @@ def burst_command(args: argparse.Namespace) -> int:
         guard = budget_guard(args, spend_log=spend_log)
         started = time.monotonic()
         try:
-            with sigterm_as_interrupt():
-                outcome = run_burst(plan, cloud, guard, tracking_uri=default_tracking_uri(runs_dir()))
+            outcome = run_burst(plan, cloud, guard, tracking_uri=default_tracking_uri(runs_dir()))
         except BurstFailed as error:
             print(f"burst failed (the box was terminated and confirmed gone): {error}", file=sys.stderr)
             return error.exit_code

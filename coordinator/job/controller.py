@@ -41,6 +41,7 @@ from coordinator.errors import (
     BudgetConfigError,
     DeadlineRequired,
     InvalidTransition,
+    JobInterrupted,
     LeakError,
     PermissionDenied,
     RunStorageError,
@@ -60,11 +61,12 @@ from coordinator.job.reconcile import reconcile
 from coordinator.job.spec import CloudClock, JobSpec
 from coordinator.job.state import CoordinatorState
 from coordinator.job.state_schema import SegmentState
-from coordinator.job.status import SegmentStatus, StatusLog, statuses
+from coordinator.job.status import SegmentStatus, StatusLog
 from coordinator.policies.registry import Policy, driver_for
 from inference.storage import ObjectStore
 
 log = logging.getLogger("coordinator")
+INTERRUPTED = "interrupted (Ctrl-C or SIGTERM): the same command with the same --job-id resumes it"
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +157,11 @@ class Controller:
             alive = self.fleet.alive(self.spec.job_id)
             log.error("job %s: instances left running for a resume to adopt: %s", self.spec.job_id, alive)
             raise
+        except (
+            KeyboardInterrupt
+        ):  # Ctrl-C or SIGTERM: a clean stop, and the cut job's outcome for its records
+            self.abandon("interrupted")
+            stopped = INTERRUPTED
         except BaseException:
             self.abandon("coordinator stopped")
             raise
@@ -162,7 +169,10 @@ class Controller:
             if self.events is not None:
                 self.events.close()
         self.confirm_nothing_left()
-        return self._outcome(started_cloud, time.time() - started_wall, stopped)
+        outcome = self._outcome(started_cloud, time.time() - started_wall, stopped)
+        if stopped == INTERRUPTED:
+            raise JobInterrupted(outcome)
+        return outcome
 
     def cycle(self) -> None:
         events = self.events
@@ -182,7 +192,7 @@ class Controller:
             else:
                 self._act(view)
         self._launch()
-        self._status()
+        self.status_log.cycle(self.on_cycle)
 
     def _launch(self) -> None:
         with launching_together(self.book):
@@ -285,12 +295,3 @@ class Controller:
             api_retries=self.fleet.api_retries,
             stopped=stopped,
         )
-
-    def _status(self) -> None:
-        if not self.status_log.due() and self.on_cycle is None:
-            return
-        rows = statuses(self.book)
-        if self.status_log.due():
-            self.status_log.write(rows)
-        if self.on_cycle is not None:
-            self.on_cycle(rows)

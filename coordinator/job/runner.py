@@ -36,7 +36,7 @@ from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.job_quotes import JobQuotes
 from coordinator.cost.ledger import summarize_job, write_ledger
 from coordinator.cost.pricing import PriceQuote, PriceTable
-from coordinator.errors import StackOutputsError
+from coordinator.errors import JobInterrupted, StackOutputsError
 from coordinator.job.attempt_records import UsageRecorder
 from coordinator.job.controller import Controller, JobOutcome
 from coordinator.job.crash_points import check_crash_setting
@@ -183,13 +183,16 @@ def run_job(
             tail = WorkerLogTail(cloud.logs, cloud.stack.log_group, job_id=spec.job_id)
             controller.book.on_end(usage.attempt_ended)
             controller.book.on_end(tail.attempt_ended)
+            interrupted = None
             try:
                 outcome = controller.run()
+            except JobInterrupted as cut:  # stopped cleanly: the cut job's records are written, then it ends
+                outcome, interrupted = cut.outcome, cut  # type: ignore[assignment]
             finally:  # the job's instances are confirmed gone (or a kill left them to their lifetime)
                 _delete_role(roles, spec, cloud.ec2)
             outcome = _with_log_reasons(outcome, tail)
         merge = None
-        if outcome.succeeded:
+        if outcome.succeeded and interrupted is None:
             input_store = S3Store(cloud.bucket, "", client=cloud.s3)
             ids = [s.segment_id for s in segments]
             merge = merge_results(job_store, input_store, spec.input_key, ids, run_dir)
@@ -199,6 +202,8 @@ def run_job(
             summary = summarize_job(spec.job_id, records, quotes["on-demand"].rate_usd_per_hour)
             ledger_path = write_ledger(run_dir, records, summary)
         _write_records(run_dir, state, spec, clock, outcome, merge, extra or {})
+        if interrupted is not None:
+            raise interrupted
         return RunResult(outcome, merge, ledger_path, run_dir)
     finally:
         state.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from coordinator.cost.billing import cost_usd
@@ -75,6 +76,16 @@ class StatusLog:
 
     def due(self) -> bool:
         return self.book.clock.now() >= self.next_at
+
+    def cycle(self, on_cycle: Callable[[list[SegmentStatus]], None] | None) -> None:
+        """Once a cycle: the lines when they are due, and the rows to `on_cycle` (the live table)."""
+        if not self.due() and on_cycle is None:
+            return
+        rows = statuses(self.book)
+        if self.due():
+            self.write(rows)
+        if on_cycle is not None:
+            on_cycle(rows)
 
     def write(self, rows: list[SegmentStatus]) -> None:
         clock = self.book.clock

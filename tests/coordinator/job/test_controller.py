@@ -371,6 +371,38 @@ def simulated_machines(
         yield imds, runtime
 
 
+def test_sigterm_stops_a_run_cleanly_with_the_cut_jobs_records_and_exit_130(
+    stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
+) -> None:
+    """SIGTERM (a CI runner, a container stop, `kill`) ended the coordinator at once: exit 143, no message,
+    no run.json or ledger for the cut job. Now it stops as Ctrl-C does: instances terminated and confirmed,
+    the cut job's records written, one line, exit 130; the same command resumes and finishes."""
+    from coordinator.sim.matrix import upload_dataset
+
+    upload_dataset(stack.target.client("s3"), stack.stack.bucket, sentences_parquet, ROWS)
+    outputs = stack.save_outputs(tmp_path / "outputs.json")
+    run_dir, job = tmp_path / "run", f"term-{uuid.uuid4().hex[:6]}"
+    command = run_command(outputs, stack.endpoint, job, run_dir, tmp_path / "spend.jsonl")
+    env = {**os.environ, "SPOTBATCH_HOME": str(tmp_path)}
+    with simulated_machines(stack, busy_model_dir, tmp_path, job):
+        coordinator = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _first_running_instance(run_dir / "state.db", coordinator)
+        coordinator.send_signal(signal.SIGTERM)
+        _, stderr = coordinator.communicate(timeout=120)
+        assert coordinator.returncode == 130, stderr.decode()[-3000:]
+        assert stderr.decode().strip().splitlines()[-1] == "interrupted"
+        assert alive(stack, job) == []
+        record = json.loads((run_dir / "run.json").read_text())
+        assert (
+            record["stopped"].startswith("interrupted") and record["segments_done"] < record["segments_total"]
+        )
+        ledger = [json.loads(line) for line in (run_dir / "ledger.jsonl").read_text().splitlines()]
+        assert any(a["kind"] == "attempt" for a in ledger)  # what the cut job spent, priced
+        resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert sorted(predictions(run_dir)) == sorted(pq.read_table(sentences_parquet).column("id").to_pylist())
+
+
 FILE_SIZE_LIMIT = """
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
