@@ -9,9 +9,10 @@ One cycle, every `cycle_seconds` (wall):
    lost (stale heartbeat, instance gone, never booted) -> LOST -> INTERRUPTED; failed -> FAILED. An attempt
    that ends is terminated and confirmed gone, priced, and its actual cost recorded with the budget guard
    (`attempts.py`);
-2. launch: the pass for the policy's kind (`launch_passes.py`) decides which segments get an instance and
+2. price every running attempt against what the budget guard holds for it (`spend_watch.py`);
+3. launch: the pass for the policy's kind (`launch_passes.py`) decides which segments get an instance and
    on which market; every launch asks the budget guard first;
-3. log a status line per active segment every `status_every` cloud seconds (`status.py`).
+4. log a status line per active segment every `status_every` cloud seconds (`status.py`).
 Between cycles the loop waits on the events queue: an event wakes it at once.
 
 The job ends when every segment is DONE or FAILED; then every instance of the job is terminated and the
@@ -59,6 +60,7 @@ from coordinator.job.launch_passes import LaunchPass
 from coordinator.job.monitor import AttemptView, Monitor, lost_end_reason
 from coordinator.job.reconcile import reconcile
 from coordinator.job.spec import CloudClock, JobSpec
+from coordinator.job.spend_watch import SpendWatch
 from coordinator.job.state import CoordinatorState
 from coordinator.job.state_schema import SegmentState
 from coordinator.job.status import SegmentStatus, StatusLog
@@ -130,9 +132,9 @@ class Controller:
             monitor=self.monitor,
         )
         self.launch_pass = LaunchPass(self.book, driver)
-        self.events = events
-        self.handover = Handover(self.book)
+        self.events, self.handover = events, Handover(self.book)
         self.status_log = StatusLog(self.book, spec.status_every)
+        self.spend = SpendWatch(self.book, lead_seconds=clock.cloud(2 * spec.cycle_seconds))  # real spend
 
     # -- the loop ---------------------------------------------------------------------------------------
 
@@ -191,6 +193,7 @@ class Controller:
                 self.handover.observe(view)
             else:
                 self._act(view)
+        self.spend.check()  # no running attempt outruns what the guard holds for it
         self._launch()
         self.status_log.cycle(self.on_cycle)
 

@@ -38,7 +38,7 @@ from coordinator.cost.ledger import summarize_job, write_ledger
 from coordinator.cost.pricing import PriceQuote, PriceTable
 from coordinator.errors import JobInterrupted, StackOutputsError
 from coordinator.job.attempt_records import UsageRecorder
-from coordinator.job.controller import Controller, JobOutcome
+from coordinator.job.controller import INTERRUPTED, Controller, JobOutcome
 from coordinator.job.crash_points import check_crash_setting
 from coordinator.job.events import EventQueue, owners_by_tag
 from coordinator.job.fleet import EC2_MAX_ATTEMPTS, Fleet
@@ -156,7 +156,6 @@ def run_job(
     quotes: dict[str, PriceQuote] | None = None,
 ) -> RunResult:
     """`quotes`: a `JobQuotes` of every type of the job, or one type's by market (the table's otherwise)."""
-    check_crash_setting()
     run_dir.mkdir(parents=True, exist_ok=True)
     state = CoordinatorState(run_dir / "state.db")
     roles = JobRoles(cloud.iam, cloud.stack, account=cloud.account, shape=cloud.worker_policy)
@@ -183,18 +182,16 @@ def run_job(
             tail = WorkerLogTail(cloud.logs, cloud.stack.log_group, job_id=spec.job_id)
             controller.book.on_end(usage.attempt_ended)
             controller.book.on_end(tail.attempt_ended)
-            interrupted = None
             try:
                 outcome = controller.run()
             except JobInterrupted as cut:  # stopped cleanly: the cut job's records are written, then it ends
-                outcome, interrupted = cut.outcome, cut  # type: ignore[assignment]
+                outcome = cut.outcome  # type: ignore[assignment]
             finally:  # the job's instances are confirmed gone (or a kill left them to their lifetime)
                 _delete_role(roles, spec, cloud.ec2)
             outcome = _with_log_reasons(outcome, tail)
         merge = None
-        if outcome.succeeded and interrupted is None:
-            input_store = S3Store(cloud.bucket, "", client=cloud.s3)
-            ids = [s.segment_id for s in segments]
+        if outcome.succeeded and not outcome.stopped:
+            input_store, ids = S3Store(cloud.bucket, "", client=cloud.s3), [s.segment_id for s in segments]
             merge = merge_results(job_store, input_store, spec.input_key, ids, run_dir)
         ledger_path = None
         if outcome.attempts:
@@ -202,8 +199,8 @@ def run_job(
             summary = summarize_job(spec.job_id, records, quotes["on-demand"].rate_usd_per_hour)
             ledger_path = write_ledger(run_dir, records, summary)
         _write_records(run_dir, state, spec, clock, outcome, merge, extra or {})
-        if interrupted is not None:
-            raise interrupted
+        if outcome.stopped == INTERRUPTED:
+            raise JobInterrupted(outcome)
         return RunResult(outcome, merge, ledger_path, run_dir)
     finally:
         state.close()
@@ -258,6 +255,7 @@ def _open_job(
     state: CoordinatorState, spec: JobSpec, segments: list[Segment], clock: CloudClock
 ) -> CloudClock:
     """Create the job in its state, or find it there after a restart: then its own clock, not a new one."""
+    check_crash_setting()  # a misspelt crash point would never fire: named before anything starts
     config = {"spec": asdict(spec), "clock": {"scale": clock.scale, "origin": clock.origin}}
     rows = [(s.segment_id, s.start, s.stop) for s in segments]
     if state.create_job(spec.job_id, config=config, segments=rows):
