@@ -46,11 +46,11 @@ def add_parser(commands: Subcommands) -> None:
     source = run.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", type=Path, help="a local Parquet, CSV or JSONL file to upload and predict")
     source.add_argument("--input-key", help="a dataset already in the stack's bucket (with --rows)")
-    run.add_argument("--rows", type=int, help="rows in --input-key's dataset")
+    run.add_argument("--rows", type=int, help="rows in --input-key's dataset (checked against its metadata)")
     run.add_argument("--text-column", default="text", help="--input's text column")
     run.add_argument("--job-id", help="default: the input's name and the time (UTC)")
     run.add_argument("--run-dir", type=Path, help="default runs/<job id>")
-    run.add_argument("--segments", type=int, default=10)
+    run.add_argument("--segments", type=positive_int, default=10, help="at most the row count (default 10)")
     run.add_argument(
         "--policy",
         default="hybrid",
@@ -184,6 +184,17 @@ def print_summary(ledger_path: Path | None, run_dir: Path) -> None:
     )
 
 
+def positive_int(text: str) -> int:
+    """argparse's type for a count: a whole number, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
+
+
 def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: StackOutputs) -> JobSpec:
     from coordinator.commands.run_setup import pool_types
 
@@ -198,7 +209,7 @@ def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: Sta
         job_id=job_id,
         input_key=key,
         rows=rows,
-        segments=args.segments,
+        segments=min(args.segments, rows),  # a segment is at least a row
         policy=args.policy,
         policy_options=options,
         region=stack.region,

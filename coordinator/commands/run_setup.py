@@ -43,14 +43,32 @@ def input_of(args: argparse.Namespace, cloud: CloudTarget) -> tuple[str, int]:
         what = "uploaded" if uploaded.uploaded else "already there"
         print(f"input {args.input}: {uploaded.rows} rows, s3://{cloud.bucket}/{uploaded.key} ({what})")
         return uploaded.key, uploaded.rows
-    if args.rows is not None:
-        return str(args.input_key), int(args.rows)
+    rows = _rows_in(cloud, str(args.input_key))
+    if args.rows is not None and args.rows != rows:  # a count that disagrees pays for work it cannot do
+        raise ConfigError(f"--rows {args.rows}: s3://{cloud.bucket}/{args.input_key} has {rows} rows")
+    return str(args.input_key), rows
+
+
+def _rows_in(cloud: CloudTarget, key: str) -> int:
+    """The row count of a Parquet object in the stack's bucket, from its footer (no rows read)."""
     import pyarrow.parquet as pq
+    from botocore.exceptions import ClientError
 
-    from inference.storage import S3Store
+    from inference.storage import ObjectNotFound, S3Store
 
-    with S3Store(cloud.bucket, "", client=cloud.s3).open_read(args.input_key) as handle:
-        return str(args.input_key), int(pq.ParquetFile(handle).metadata.num_rows)
+    where = f"s3://{cloud.bucket}/{key}"
+    try:
+        with S3Store(cloud.bucket, "", client=cloud.s3).open_read(key) as handle:
+            rows = int(pq.ParquetFile(handle).metadata.num_rows)
+    except ObjectNotFound:
+        raise ConfigError(f"--input-key {key}: no object {where}") from None
+    except ClientError as error:
+        raise ConfigError(f"--input-key {key}: {where}: {error}") from None
+    except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        raise ConfigError(f"--input-key {key}: {where} is not a Parquet file ({error})") from None
+    if rows < 1:
+        raise ConfigError(f"--input-key {key}: {where} has no rows")
+    return rows
 
 
 def quotes_for_run(args: argparse.Namespace, cloud: CloudTarget, spec: JobSpec) -> JobQuotes:
