@@ -33,6 +33,7 @@ class UploadedInput:
     key: str
     rows: int
     uploaded: bool  # False: the same content was there already
+    numbered: bool = False  # no id column: the ids are the row numbers
 
 
 def key_for(path: Path, content: bytes) -> str:
@@ -40,8 +41,10 @@ def key_for(path: Path, content: bytes) -> str:
     return dataset_key(f"{stem}-{hashlib.sha256(content).hexdigest()[:12]}.parquet")
 
 
-def upload_input(s3: Any, bucket: str, path: Path, *, text_column: str = "text") -> UploadedInput:
-    prepared = prepare_dataset(path, text_column=text_column)
+def upload_input(
+    s3: Any, bucket: str, path: Path, *, text_column: str = "text", id_column: str = "id"
+) -> UploadedInput:
+    prepared = prepare_dataset(path, text_column=text_column, id_column=id_column)
     with tempfile.TemporaryDirectory() as tmp:
         canonical = Path(tmp) / "input.parquet"
         write_dataset(prepared.table, canonical)
@@ -50,9 +53,9 @@ def upload_input(s3: Any, bucket: str, path: Path, *, text_column: str = "text")
         rows = pq.ParquetFile(canonical).metadata.num_rows
         try:
             s3.head_object(Bucket=bucket, Key=key)
-            return UploadedInput(key, rows, uploaded=False)
+            return UploadedInput(key, rows, uploaded=False, numbered=prepared.numbered)
         except ClientError as error:  # 404; or 403, which S3 answers for a missing key without ListBucket
             if error.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey", "403", "Forbidden"):
                 raise
         s3.put_object(Bucket=bucket, Key=key, Body=content)
-    return UploadedInput(key, rows, uploaded=True)
+    return UploadedInput(key, rows, uploaded=True, numbered=prepared.numbered)

@@ -45,6 +45,7 @@ class PreparedDataset:
     table: pa.Table
     long_texts: int  # rows whose text exceeds LONG_TEXT_CHARS (kept; the tokenizer truncates them)
     empty_texts: int  # rows kept with an empty text (only with allow_empty_texts)
+    numbered: bool = False  # no id column: the ids are the 0-based row numbers (said to the user)
 
 
 def _rows_phrase(rows: Sequence[int]) -> str:
@@ -84,6 +85,8 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
             record = json.loads(line)
         except json.JSONDecodeError as error:
             raise DataError(f"{path}: line {number}: not valid JSON ({error.msg})") from None
+        except RecursionError:  # a line of a 100,000-deep array: json.loads exhausts the stack
+            raise DataError(f"{path}: line {number}: nested too deep to be a record") from None
         if not isinstance(record, dict):
             raise DataError(f"{path}: line {number}: expected a JSON object, got {type(record).__name__}")
         records.append(record)
@@ -139,7 +142,8 @@ def prepare_dataset(
 ) -> PreparedDataset:
     """Validate a user's file and return the canonical table (id, text[, label]).
 
-    Without an id column (or with `id_column=None`) the ids are the 0-based row numbers.
+    Without an id column (or with `id_column` None or "") the ids are the 0-based row numbers
+    (`numbered`); a column that differs from `id_column` only in case or spaces is refused, naming it.
     """
     records, columns = _read_records(path)
     if text_column not in columns:
@@ -147,10 +151,15 @@ def prepare_dataset(
             f"{path}: column {text_column!r} not found; columns are: {', '.join(columns) or '(none)'}"
         )
     texts, empty_rows = _texts(path, records, text_column, allow_empty_texts)
-    if id_column is not None and id_column in columns:
-        ids = _ids(path, records, id_column)
-    else:
-        ids = list(range(len(records)))
+    if id_column and id_column not in columns:
+        alike = [c for c in columns if c.strip().lower() == id_column.strip().lower()]
+        if alike:  # "ID" or " id": the user's ids, which row numbers would silently replace
+            raise DataError(
+                f"{path}: no column {id_column!r}, but {alike[0]!r} looks like it: pass --id-column "
+                f"{alike[0]!r} (or --id-column '' to number the rows)"
+            )
+    numbered = not id_column or id_column not in columns
+    ids = list(range(len(records))) if numbered else _ids(path, records, str(id_column))
     columns_out: dict[str, pa.Array] = {
         "id": pa.array(ids, type=pa.int64() if all(isinstance(i, int) for i in ids) else pa.string()),
         "text": pa.array(texts, type=pa.string()),
@@ -161,7 +170,9 @@ def prepare_dataset(
             type=pa.string(),
         )
     long_texts = sum(1 for text in texts if len(text) > LONG_TEXT_CHARS)
-    return PreparedDataset(pa.table(columns_out), long_texts=long_texts, empty_texts=empty_rows)
+    return PreparedDataset(
+        pa.table(columns_out), long_texts=long_texts, empty_texts=empty_rows, numbered=numbered
+    )
 
 
 def _texts(

@@ -21,7 +21,9 @@ def add_parser(commands: Subcommands) -> None:
     prepare.add_argument("--input", help="your Parquet/CSV/JSONL file")
     prepare.add_argument("--output", help="where the Parquet dataset goes (default build/data/...)")
     prepare.add_argument("--text-column", default="text")
-    prepare.add_argument("--id-column", default="id", help="missing column: ids are row numbers")
+    prepare.add_argument(
+        "--id-column", default="id", help="missing (or ''): the ids are the row numbers, and it says so"
+    )
     prepare.add_argument("--label-column", default="label", help="optional; kept when present")
     prepare.add_argument("--allow-empty-texts", action="store_true", help="predict null/empty texts as ''")
     prepare.add_argument("--force", action="store_true", help="rebuild the default dataset")
@@ -72,4 +74,6 @@ def _prepare_user_file(args: argparse.Namespace, output: Path) -> int:
         )
     if prepared.long_texts:
         print(f"  {prepared.long_texts} text(s) longer than the model's window: the tokenizer truncates them")
+    if prepared.numbered:
+        print(f"  ids: the row numbers 0..{prepared.table.num_rows - 1} (no {args.id_column!r} column)")
     return 0

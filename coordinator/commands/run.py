@@ -48,6 +48,7 @@ def add_parser(commands: Subcommands) -> None:
     source.add_argument("--input-key", help="a dataset already in the stack's bucket (with --rows)")
     run.add_argument("--rows", type=int, help="rows in --input-key's dataset (checked against its metadata)")
     run.add_argument("--text-column", default="text", help="--input's text column")
+    run.add_argument("--id-column", default="id", help="--input's id column (missing or '': row numbers)")
     run.add_argument("--job-id", help="default: the input's name and the time (UTC)")
     run.add_argument("--run-dir", type=Path, help="default runs/<job id>")
     run.add_argument("--segments", type=positive_int, default=10, help="at most the row count (default 10)")

@@ -36,6 +36,7 @@ def test_csv_with_named_text_column_and_no_ids(
     table = pq.read_table(out)
     assert table.column("id").to_pylist() == [0, 1]
     assert table.column("text").to_pylist() == ["Great, really great", "Dull"]
+    assert "ids: the row numbers 0..1 (no 'id' column)" in stdout  # said, never silent
 
 
 def test_jsonl_keeps_ids_and_labels(tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -61,6 +62,19 @@ def test_parquet_input_round_trips(tmp_path: Path, out: Path, capsys: pytest.Cap
     ("name", "content", "args", "message"),
     [
         ("empty.csv", b"", (), "empty.csv: the file is empty"),
+        (  # the user's ids, which row numbers replaced silently (exit 0)
+            "upper.csv",
+            b"ID,text\n70,a\n80,b\n",
+            (),
+            "upper.csv: no column 'id', but 'ID' looks like it: pass --id-column 'ID' (or --id-column ''",
+        ),
+        ("spaced.csv", b" id,text\n70,a\n", (), "spaced.csv: no column 'id', but ' id' looks like it"),
+        (  # a RecursionError traceback
+            "deep.jsonl",
+            b'{"id": 1, "text": "a"}\n' + b"[" * 100_000 + b"]" * 100_000 + b"\n",
+            (),
+            "deep.jsonl: line 2: nested too deep to be a record",
+        ),
         ("header.csv", b"id,text\n", (), "header.csv: the file has no data rows"),
         ("nocol.csv", b"id,body\n1,hello\n", (), "nocol.csv: column 'text' not found; columns are: id, body"),
         (
@@ -234,3 +248,15 @@ def test_a_csv_field_longer_than_the_csv_modules_default_limit(
     code, _, stderr = prepare(capsys, "--input", str(source), "--output", str(out))
     assert code == 0, stderr
     assert [len(t) for t in pq.read_table(out).column("text").to_pylist()] == [200_000, 5]
+
+
+def test_an_id_column_of_another_case_is_kept_when_named(
+    tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "upper.csv"
+    source.write_bytes(b"ID,text\n70,a\n80,b\n")
+    code, stdout, _ = prepare(capsys, "--input", str(source), "--id-column", "ID", "--output", str(out))
+    assert code == 0 and "row numbers" not in stdout
+    assert pq.read_table(out).column("id").to_pylist() == [70, 80]
+    code, stdout, _ = prepare(capsys, "--input", str(source), "--id-column", "", "--output", str(out))
+    assert code == 0 and pq.read_table(out).column("id").to_pylist() == [0, 1] and "row numbers" in stdout
