@@ -28,6 +28,7 @@ Usage::
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import logging
@@ -68,13 +69,39 @@ def onnx_manifest(model_dir: Path) -> dict[str, dict[str, object]]:
 
 
 def onnx_exports(model_dir: Path) -> dict[str, Path]:
-    """The exports the build wrote and passed, by backend name (the checked one: its int8 file)."""
-    found = {}
+    """The exports the build wrote, passed and hashed, by backend name (the checked one: its int8 file).
+    A manifest entry naming a file outside the export folder is refused; one without a digest (a build
+    before digests) is not offered: `auto` then runs torch, and `make model` writes them again."""
+    found, folder = {}, (model_dir / ONNX_DIR).resolve()
     for backend, entry in onnx_manifest(model_dir).items():
-        path = model_dir / ONNX_DIR / str(entry.get("file", ""))
-        if entry.get("passed") and path.is_file():
+        path = (folder / str(entry.get("file", ""))).resolve()
+        if not path.is_relative_to(folder) or path == folder:
+            raise ModelLoadError(
+                f"{model_dir / ONNX_DIR / ONNX_MANIFEST}: {backend}'s file {entry.get('file')!r} "
+                "is not a file of the export folder"
+            )
+        if not entry.get("sha256"):
+            log.warning(
+                "%s: the %s export has no digest in the manifest: not used (rebuild it)", model_dir, backend
+            )
+        elif entry.get("passed") and path.is_file():
             found[backend] = path
     return found
+
+
+def verified_export(model_dir: Path, backend: str, path: Path) -> Path:
+    """`path`, once its bytes match the digest the build recorded (a swapped or truncated export does not)."""
+    expected = onnx_manifest(model_dir).get(backend, {}).get("sha256")
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    if digest.hexdigest() != expected:
+        raise ModelLoadError(
+            f"{path}: its sha256 {digest.hexdigest()[:16]}... is not the {str(expected)[:16]}... the build "
+            "recorded: the export was changed or cut; rebuild it (make model)"
+        )
+    return path
 
 
 def choose_backend(source: str, backend: str = "auto") -> str:
@@ -118,9 +145,8 @@ def load_classifier(
     count = threads_to_use(threads)
     if chosen == "onnx-int8-checked":
         return load_checked(Path(source), exports, max_length=max_length, threads=count)
-    return load_onnx_classifier(
-        Path(source), exports[chosen], backend=chosen, max_length=max_length, threads=count
-    )
+    path = verified_export(Path(source), chosen, exports[chosen])
+    return load_onnx_classifier(Path(source), path, backend=chosen, max_length=max_length, threads=count)
 
 
 def load_checked(model_dir: Path, exports: dict[str, Path], *, max_length: int, threads: int) -> Classifier:
@@ -134,13 +160,18 @@ def load_checked(model_dir: Path, exports: dict[str, Path], *, max_length: int, 
     # two sessions take turns on the same cores: neither may spin while the other runs
     fast = load_onnx_classifier(
         model_dir,
-        exports[BACKEND],
+        verified_export(model_dir, BACKEND, exports[BACKEND]),
         backend="onnx-int8",
         max_length=max_length,
         threads=threads,
         spinning=False,
     )
     exact = load_onnx_classifier(
-        model_dir, exports["onnx"], backend="onnx", max_length=max_length, threads=threads, spinning=False
+        model_dir,
+        verified_export(model_dir, "onnx", exports["onnx"]),
+        backend="onnx",
+        max_length=max_length,
+        threads=threads,
+        spinning=False,
     )
     return CheckedClassifier(fast, exact, recheck_margin=margin)

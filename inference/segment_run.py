@@ -14,6 +14,7 @@ Usage::
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,7 @@ from inference.checkpoint import (
 from inference.classifier import Classifier
 from inference.config import WorkerConfig
 from inference.dataset import SegmentRows, read_segment
-from inference.errors import CheckpointError, Superseded
+from inference.errors import CheckpointError, ModelLoadError, Superseded
 from inference.heartbeat import HeartbeatWriter
 from inference.host_hook import installed
 from inference.interruption import StopSignal
@@ -215,6 +216,11 @@ class SegmentRun:
         started = time.monotonic()
         texts = [work.rows.texts[offset] for offset in batch.rows]
         result = classifier.predict(texts, [work.lengths[offset] for offset in batch.rows])
+        if not all(math.isfinite(score) for score in result.scores):  # NaN logits: a broken export
+            raise ModelLoadError(
+                f"the model scored batch {batch.index + 1} of segment {self.config.segment_id} with a "
+                "non-finite value: its weights or export are broken (nothing of the batch was written)"
+            )
         for offset, label, score in zip(batch.rows, result.labels, result.scores, strict=True):
             results[offset] = (label, score)
         elapsed = time.monotonic() - started

@@ -274,6 +274,10 @@ def _write_manifest(out: Path, variants: dict[str, Any], model_dir: Path) -> Non
 
     weights = model_dir / "model.safetensors"
     digest = hashlib.sha256(weights.read_bytes()).hexdigest() if weights.is_file() else None
+    for variant in variants.values():  # each export's bytes: a worker loads only the file the build checked
+        exported = out / str(variant.get("file", ""))
+        if variant.get("file") and exported.is_file():
+            variant["sha256"] = hashlib.sha256(exported.read_bytes()).hexdigest()
     manifest = {
         "opset": OPSET,
         "onnxruntime": onnxruntime.__version__,

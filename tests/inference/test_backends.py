@@ -208,3 +208,66 @@ def test_without_a_dataset_the_build_checks_on_its_own_sentences(
     assert manifest["variants"]["onnx"]["rows"] == 50
     with pytest.raises(ConfigError, match="no dataset to check the ONNX exports on"):
         write_exports(model, None)
+
+
+def _copy(exported: Path, tmp_path: Path) -> Path:
+    model = tmp_path / "model"
+    shutil.copytree(exported, model)
+    return model
+
+
+def test_a_swapped_or_cut_export_is_refused_by_its_digest(exported: Path, tmp_path: Path) -> None:
+    """The manifest hashed the weights, not the exports: a swapped model.onnx (a constant graph, NaN
+    logits) or a truncated one was loaded as if the build had checked it."""
+    model = _copy(exported, tmp_path)
+    export = model / ONNX_DIR / "model.onnx"
+    export.write_bytes(export.read_bytes()[: export.stat().st_size // 2])  # cut
+    with pytest.raises(ModelLoadError, match=r"model.onnx: its sha256 .* is not the .* the build recorded"):
+        load_classifier(str(model), backend="onnx", threads=1)
+
+
+def test_a_manifest_file_outside_the_export_folder_is_refused(exported: Path, tmp_path: Path) -> None:
+    model = _copy(exported, tmp_path)
+    manifest_path = model / ONNX_DIR / ONNX_MANIFEST
+    manifest = json.loads(manifest_path.read_text())
+    manifest["variants"]["onnx"]["file"] = "../../../etc/hostname"
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(
+        ModelLoadError, match=r"onnx's file '../../../etc/hostname' is not a file of the export"
+    ):
+        load_classifier(str(model), backend="onnx", threads=1)
+
+
+def test_an_export_without_a_digest_is_not_offered(exported: Path, tmp_path: Path) -> None:
+    model = _copy(exported, tmp_path)
+    manifest_path = model / ONNX_DIR / ONNX_MANIFEST
+    manifest = json.loads(manifest_path.read_text())
+    for variant in manifest["variants"].values():
+        variant.pop("sha256", None)
+    manifest_path.write_text(json.dumps(manifest))
+    assert onnx_exports(model) == {} and choose_backend(str(model)) == "torch"
+
+
+@pytest.mark.slow
+def test_a_model_that_scores_nan_fails_the_batch_instead_of_writing_it(
+    tiny_model_dir: Path, sentences_parquet: Path, tmp_path: Path
+) -> None:
+    """NaN logits gave 64/64 'negative' with score NaN, exit 0."""
+    from inference import torch_model
+
+    model = tmp_path / "nan-model"
+    shutil.copytree(tiny_model_dir, model)
+    loaded = torch_model.load_torch_classifier(str(model), max_length=32, threads=1)
+    with torch.no_grad():
+        for parameter in loaded.model.classifier.parameters():
+            parameter.fill_(float("nan"))
+    loaded.model.save_pretrained(model)
+    out = tmp_path / "out"
+    command = [
+        *(sys.executable, "-m", "inference.worker", "--input", str(sentences_parquet), "--start", "0"),
+        *("--stop", "16", "--segment-id", "seg-0000", "--output-prefix", str(out), "--model", str(model)),
+        *("--backend", "torch", "--batch-size", "8", "--no-notice-poll"),
+    ]
+    ran = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert ran.returncode != 0 and "non-finite value" in ran.stderr, ran.stderr[-2000:]
+    assert not list(out.rglob("parts/*"))  # nothing of the batch was written
