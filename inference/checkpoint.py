@@ -50,8 +50,10 @@ class Checkpoint:
     def from_json(cls, where: str, data: bytes) -> Checkpoint:
         try:
             return cls(**json.loads(data))
-        except (json.JSONDecodeError, TypeError) as error:
-            raise CheckpointError(f"{where}: corrupt checkpoint ({error})") from None
+        except (ValueError, TypeError, RecursionError) as error:  # not UTF-8, not JSON, too deep, wrong keys
+            raise CheckpointError(
+                f"{where}: corrupt checkpoint ({type(error).__name__}: {str(error)[:120]})"
+            ) from None
 
 
 def load_checkpoint(store: ObjectStore, segment_id: str) -> Checkpoint | None:

@@ -112,3 +112,16 @@ def test_an_unreadable_input_is_one_line_naming_it_not_a_traceback(aws_credentia
         stub.add_response("list_objects_v2", listing())
         with pytest.raises(InputDataError, match=r"s3://b/data/x.parquet: no such object"):
             read_segment(store, "x.parquet", 0, 10)
+
+
+@pytest.mark.parametrize("data", [b"\xff\xfe not utf-8", b"[" * 100_000 + b"]" * 100_000, b'{"x": 1}', b"[]"])
+def test_a_corrupt_checkpoint_is_one_checkpoint_error(tmp_path: Path, data: bytes) -> None:
+    """Any worker of the job may write a segment's checkpoint: one that is not UTF-8 or nested past the
+    recursion limit raised UnicodeDecodeError or RecursionError, a traceback, instead of naming the file."""
+    from inference.errors import CheckpointError
+    from inference.layout import checkpoint_key
+
+    store = LocalStore(tmp_path)
+    store.put(checkpoint_key("seg-0000"), data)
+    with pytest.raises(CheckpointError, match="corrupt checkpoint"):
+        load_checkpoint(store, "seg-0000")
