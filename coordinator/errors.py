@@ -16,6 +16,7 @@ the error's `exit_code`. Anything else that escapes is a bug: exit 1 with its tr
     │   │   ├── PayloadError                   a burst payload
     │   │   ├── BurstCostError                 a burst's times or rates
     │   │   └── StackOutputsError              saved stack outputs without what a run needs
+    │   ├── JobLeaseHeld                    2  another coordinator runs the job (named)
     │   ├── BudgetGuardExceeded             3  the budget guard refused: a decision, not a failure
     │   ├── PreflightFailed                 4  a pre-flight check failed and was not overridden
     │   ├── Declined                        5  the user did not confirm at a prompt
@@ -33,6 +34,7 @@ the error's `exit_code`. Anything else that escapes is a bug: exit 1 with its tr
     │   ├── RateLimited (Retryable)            still throttled after the retries
     │   ├── ProviderQuotaExceeded              a quota of the GPU cloud account (no retry helps)
     │   └── LaunchUnconfirmed                  a launch failed after the box may have been created
+    ├── JobLeaseLost                        2  another coordinator took the job over: this one stops
     ├── InvalidTransition                   2  a state change the segment state machine does not allow
     ├── RunStorageError                     2  the run folder cannot be written (read-only, disk full)
     ├── TerraformError                      2  Terraform is missing or a command failed
@@ -280,3 +282,11 @@ class JobInterrupted(KeyboardInterrupt):
     def __init__(self, outcome: object) -> None:
         super().__init__("interrupted")
         self.outcome = outcome
+
+
+class JobLeaseHeld(DoNotRetry):
+    """Another coordinator holds the job's lease: the message names it and until when."""
+
+
+class JobLeaseLost(SpotbatchError):
+    """Another coordinator took the job's lease over: this one stops, leaving the instances to it."""

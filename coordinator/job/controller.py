@@ -43,6 +43,7 @@ from coordinator.errors import (
     DeadlineRequired,
     InvalidTransition,
     JobInterrupted,
+    JobLeaseLost,
     LeakError,
     PermissionDenied,
     RunStorageError,
@@ -57,6 +58,7 @@ from coordinator.job.handover import Handover
 from coordinator.job.instance_watch import FULL_LOOK_SECONDS
 from coordinator.job.launch_batch import launching_together
 from coordinator.job.launch_passes import LaunchPass
+from coordinator.job.lease import JobLease
 from coordinator.job.monitor import AttemptView, Monitor, lost_end_reason
 from coordinator.job.reconcile import reconcile
 from coordinator.job.spec import CloudClock, JobSpec
@@ -103,15 +105,13 @@ class Controller:
         clock: CloudClock,
         on_cycle: Callable[[list[SegmentStatus]], None] | None = None,
         events: EventQueue | None = None,
+        lease: JobLease | None = None,
     ) -> None:
         driver = driver_for(policy)
         if driver.needs_deadline and spec.deadline_seconds is None:
             raise DeadlineRequired(f"policy {policy.name!r} needs the job's deadline (deadline_seconds)")
-        self.spec = spec
-        self.state = state
-        self.fleet = fleet
-        self.clock = clock
-        self.on_cycle = on_cycle
+        self.spec, self.state, self.fleet = spec, state, fleet
+        self.clock, self.on_cycle, self.lease = clock, on_cycle, lease  # lease: one coordinator per job
         self.monitor = Monitor(
             store,
             fleet,
@@ -153,15 +153,13 @@ class Controller:
             stopped = str(error)
             log.error("job %s stopped: %s", self.spec.job_id, error)
             self.abandon("the account refused the job")
-        except InvalidTransition:
-            # the coordinator's own bookkeeping failed, not the instances: they are healthy and keep their
-            # checkpoints; the same job id adopts them (each powers off at its max lifetime regardless)
+        except (InvalidTransition, JobLeaseLost):
+            # its own bookkeeping failed, or another coordinator took the job over (the lease): the instances
+            # are healthy; the job's coordinator adopts them (each powers off at its max lifetime regardless)
             alive = self.fleet.alive(self.spec.job_id)
             log.error("job %s: instances left running for a resume to adopt: %s", self.spec.job_id, alive)
             raise
-        except (
-            KeyboardInterrupt
-        ):  # Ctrl-C or SIGTERM: a clean stop, and the cut job's outcome for its records
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a clean stop, the cut job's outcome kept
             self.abandon("interrupted")
             stopped = INTERRUPTED
         except BaseException:
@@ -177,6 +175,8 @@ class Controller:
         return outcome
 
     def cycle(self) -> None:
+        if self.lease is not None:
+            self.lease.check()  # JobLeaseLost: another coordinator took the job over
         events = self.events
         if events is not None and self.handover.take(events, self.monitor.instances.look_again):
             self._launch()  # a segment handed over: its replacement goes out before the fleet is looked at

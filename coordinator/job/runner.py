@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -42,11 +41,12 @@ from coordinator.job.controller import INTERRUPTED, Controller, JobOutcome
 from coordinator.job.crash_points import check_crash_setting
 from coordinator.job.events import EventQueue, owners_by_tag
 from coordinator.job.fleet import EC2_MAX_ATTEMPTS, Fleet
+from coordinator.job.lease import LEASE_NAME, JobLease
 from coordinator.job.merge import MergeReport, merge_results
 from coordinator.job.roles import JobRoles
 from coordinator.job.spec import CloudClock, JobSpec, Segment, plan_segments
 from coordinator.job.state import CoordinatorState
-from coordinator.job.status import SegmentStatus
+from coordinator.job.status import SegmentStatus, run_log
 from coordinator.job.worker_logs import WorkerLogTail
 from coordinator.policies.registry import make_policy
 from coordinator.stack.iam_documents import PolicyShape, as_written
@@ -114,26 +114,6 @@ def quotes_for(spec: JobSpec, table: PriceTable | None = None) -> JobQuotes:
     return JobQuotes(pools, spec.pool_types[0])
 
 
-@contextmanager
-def run_log(run_dir: Path) -> Iterator[Path]:
-    """The coordinator's log lines for this run go to `<run_dir>/coordinator.log` as well."""
-    path = run_dir / "coordinator.log"
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    logger = logging.getLogger("coordinator")
-    logger.addHandler(handler)
-    previous, propagates = logger.level, logger.propagate
-    logger.setLevel(logging.INFO)
-    logger.propagate = False  # the terminal shows the progress table; the file keeps every line
-    try:
-        yield path
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous)
-        logger.propagate = propagates
-        handler.close()
-
-
 def _deadline_record(spec: JobSpec, outcome: JobOutcome, clock: CloudClock) -> dict[str, Any]:
     if spec.deadline_seconds is None:
         return {}
@@ -165,7 +145,7 @@ def run_job(
         job_store = S3Store(cloud.bucket, job_prefix(spec.job_id), client=cloud.s3)
         quotes = JobQuotes.single(quotes, spec.instance_type) if quotes else quotes_for(spec)
         usage = UsageRecorder(cloud.cloudwatch, cloud.stack.metrics_namespace, run_dir / "usage.jsonl")
-        with run_log(run_dir):
+        with run_log(run_dir), _lease(cloud, spec, run_dir) as lease:  # JobLeaseHeld: another coordinator
             role = roles.ensure(spec.job_id)
             controller = Controller(
                 spec=spec,
@@ -178,6 +158,7 @@ def run_job(
                 clock=clock,
                 on_cycle=on_cycle,
                 events=_event_queue(cloud, spec.job_id) if spec.use_events else None,
+                lease=lease,
             )
             tail = WorkerLogTail(cloud.logs, cloud.stack.log_group, job_id=spec.job_id)
             controller.book.on_end(usage.attempt_ended)
@@ -193,17 +174,30 @@ def run_job(
         if outcome.succeeded and not outcome.stopped:
             input_store, ids = S3Store(cloud.bucket, "", client=cloud.s3), [s.segment_id for s in segments]
             merge = merge_results(job_store, input_store, spec.input_key, ids, run_dir)
-        ledger_path = None
-        if outcome.attempts:
-            records = usage.fill(outcome.attempts)
-            summary = summarize_job(spec.job_id, records, quotes["on-demand"].rate_usd_per_hour)
-            ledger_path = write_ledger(run_dir, records, summary)
+        ledger_path = _ledger(run_dir, spec, outcome, usage, quotes)
         _write_records(run_dir, state, spec, clock, outcome, merge, extra or {})
         if outcome.stopped == INTERRUPTED:
             raise JobInterrupted(outcome)
         return RunResult(outcome, merge, ledger_path, run_dir)
     finally:
         state.close()
+
+
+def _ledger(
+    run_dir: Path, spec: JobSpec, outcome: JobOutcome, usage: UsageRecorder, quotes: JobQuotes
+) -> Path | None:
+    """`ledger.jsonl`: every attempt priced, with its CPU and memory, and the job's summary (None: none)."""
+    if not outcome.attempts:
+        return None
+    records = usage.fill(outcome.attempts)
+    return write_ledger(
+        run_dir, records, summarize_job(spec.job_id, records, quotes["on-demand"].rate_usd_per_hour)
+    )
+
+
+def _lease(cloud: CloudTarget, spec: JobSpec, run_dir: Path) -> JobLease:
+    """The job's lease in its S3 prefix: one coordinator per job, across machines."""
+    return JobLease(cloud.s3, cloud.bucket, f"{job_prefix(spec.job_id)}/{LEASE_NAME}", run_dir=run_dir)
 
 
 def _with_log_reasons(outcome: JobOutcome, tail: WorkerLogTail) -> JobOutcome:

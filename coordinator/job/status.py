@@ -1,18 +1,22 @@
-"""What the job looks like now: one status row per segment, for the progress table and the log.
+"""What the job looks like now: one status row per segment, for the progress table and the log; and the
+run's own log file.
 
 Usage::
 
     rows = statuses(book)                     # SegmentStatus per segment: state, market, rows, cost so far
     status_log = StatusLog(book, every=30.0)  # one log line per active instance every 30 cloud seconds
-    status_log.maybe_log(rows)
+    status_log.cycle(on_cycle)                # each cycle: the lines when due, the rows to the live table
+    with run_log(run_dir): ...                # the coordinator's lines also in <run_dir>/coordinator.log
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from coordinator.cost.billing import cost_usd
 from coordinator.job.attempts import AttemptBook
@@ -116,3 +120,23 @@ def clock_text(seconds: float) -> str:
         return "?"
     minutes, secs = divmod(int(seconds), 60)
     return f"+{minutes}m{secs:02d}s"
+
+
+@contextmanager
+def run_log(run_dir: Path) -> Iterator[Path]:
+    """The coordinator's log lines for this run go to `<run_dir>/coordinator.log` as well."""
+    path = run_dir / "coordinator.log"
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logger = logging.getLogger("coordinator")
+    logger.addHandler(handler)
+    previous, propagates = logger.level, logger.propagate
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # the terminal shows the progress table; the file keeps every line
+    try:
+        yield path
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+        logger.propagate = propagates
+        handler.close()

@@ -27,12 +27,15 @@ from coordinator.stack.iam_documents import StackArns, Statement
 from coordinator.stack.key_permissions import bucket_key, volume_key
 from coordinator.stack.outputs import StackOutputs
 
+JOB_LEASE = "coordinator.lease"  # the object in a job's prefix that says which coordinator runs it
+
 
 def coordinator_policy(arns: StackArns) -> list[Statement]:
     return [
         *_launch_statements(arns),
         *_job_role_statements(arns),
         *_data_and_observation_statements(arns),
+        *_job_prefix_statements(arns),
         *_events_statements(arns),
         *bucket_key(arns, "the bucket's objects"),
         *volume_key(arns),
@@ -165,17 +168,6 @@ def _data_and_observation_statements(arns: StackArns) -> list[Statement]:
             (f"{arns.bucket_arn}/{arns.data_prefix}*",),
         ),
         Statement(
-            "ReadJobOutputs",
-            (("s3:GetObject", "heartbeats, checkpoints and parts of the job's workers"),),
-            (f"{arns.bucket_arn}/{arns.job_prefix}*",),
-        ),
-        Statement(
-            "ListJobHeartbeats",
-            (("s3:ListBucket", "one listing of a job's heartbeats a cycle: the ETags tell which changed"),),
-            (arns.bucket_arn,),
-            {"StringLike": {"s3:prefix": [f"{arns.job_prefix}*"]}},
-        ),
-        Statement(
             "ReadWorkerMetrics",
             (("cloudwatch:GetMetricStatistics", "CPU, memory and rows/s of each attempt, for the ledger"),),
             ("*",),
@@ -192,6 +184,34 @@ def _data_and_observation_statements(arns: StackArns) -> list[Statement]:
                 ("servicequotas:GetServiceQuota", "pre-flight: spot and on-demand vCPU quotas"),
             ),
             ("*",),
+        ),
+    ]
+
+
+def _job_prefix_statements(arns: StackArns) -> list[Statement]:
+    """What the coordinator does under a job's prefix: read what its workers write, hold its lease."""
+    return [
+        Statement(
+            "ReadJobOutputs",
+            (("s3:GetObject", "heartbeats, checkpoints and parts of the job's workers"),),
+            (f"{arns.bucket_arn}/{arns.job_prefix}*",),
+        ),
+        Statement(
+            "HoldTheJobsLease",
+            (
+                (
+                    "s3:PutObject",
+                    "the job's lease: taken and renewed with conditional writes (one coordinator a job)",
+                ),
+                ("s3:DeleteObject", "the job's lease, released when the job ends"),
+            ),
+            (f"{arns.bucket_arn}/{arns.job_prefix}*/{JOB_LEASE}",),
+        ),
+        Statement(
+            "ListJobHeartbeats",
+            (("s3:ListBucket", "one listing of a job's heartbeats a cycle: the ETags tell which changed"),),
+            (arns.bucket_arn,),
+            {"StringLike": {"s3:prefix": [f"{arns.job_prefix}*"]}},
         ),
     ]
 

@@ -407,6 +407,42 @@ def test_sigterm_stops_a_run_cleanly_with_the_cut_jobs_records_and_exit_130(
     assert sorted(predictions(run_dir)) == sorted(pq.read_table(sentences_parquet).column("id").to_pylist())
 
 
+def test_a_second_coordinator_on_the_same_job_refuses_before_launching_anything(
+    stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
+) -> None:
+    """Two coordinators on one job (a resume on a laptop while the server's still runs) both launched every
+    segment. The job's lease in S3 (conditional writes) lets one run it; the other stops in one line naming
+    the holder, and launches nothing."""
+    from coordinator.sim.matrix import upload_dataset
+
+    upload_dataset(stack.target.client("s3"), stack.stack.bucket, sentences_parquet, ROWS)
+    outputs = stack.save_outputs(tmp_path / "outputs.json")
+    job = f"lease-{uuid.uuid4().hex[:6]}"
+    first = run_command(outputs, stack.endpoint, job, tmp_path / "first", tmp_path / "spend.jsonl")
+    second = run_command(outputs, stack.endpoint, job, tmp_path / "second", tmp_path / "spend.jsonl")
+    env = {**os.environ, "SPOTBATCH_HOME": str(tmp_path)}
+    with simulated_machines(stack, busy_model_dir, tmp_path, job):
+        coordinator = subprocess.Popen(first, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _first_running_instance(tmp_path / "first" / "state.db", coordinator)
+        refused = subprocess.run(second, env=env, capture_output=True, text=True, timeout=120)
+        _, stderr = coordinator.communicate(timeout=240)
+        assert coordinator.returncode == 0, stderr.decode()[-3000:]
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert (
+        refused.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"error: the job is run by another coordinator: process {coordinator.pid} on ")
+    )
+    assert not (tmp_path / "second" / "state.db").exists() or sqlite3.connect(
+        tmp_path / "second" / "state.db"
+    ).execute("SELECT COUNT(*) FROM attempts").fetchone() == (0,)
+    per_attempt = Counter(i.attempt for i in job_instances(stack, job).values())
+    assert max(per_attempt.values()) == 1 and len(per_attempt) == 4, per_attempt  # one launch per segment
+    assert sorted(predictions(tmp_path / "first")) == sorted(
+        pq.read_table(sentences_parquet).column("id").to_pylist()
+    )
+
+
 FILE_SIZE_LIMIT = """
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
