@@ -281,12 +281,12 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
 ) -> None:
     """The cloud (moto, instance runtime, metadata server) lives in this process; the coordinator is
     `python -m coordinator run`, killed with SIGKILL at each crash point in turn (`SPOTBATCH_CRASH_AT`) and
-    started again with the same job id: after authorize, after DRAINING, right after RunInstances returns
-    (and then down for 30 cloud s), after terminate, before the actual cost is recorded, after DONE (and
+    started again with the same job id: after authorize, after DRAINING, after terminate, before the actual
+    cost is recorded, after DONE (and
     then down long enough for a worker to finish and its instance to power off unseen). The last start
     finishes: every row once, no attempt launched twice, no instance left, no budget reservation open,
-    every instance EC2 ran in the ledger, billed from its LaunchTime (the instance the restart found was
-    billed from the restart), and the attempt that ended unseen billed to its own end."""
+    every instance EC2 ran in the ledger, billed from its LaunchTime, and the attempt that ended unseen
+    billed to its own end."""
     from coordinator.cost.budget import BudgetGuard
     from coordinator.job.crash_points import CRASH_ENV, POINTS
     from coordinator.sim.matrix import upload_dataset
@@ -297,12 +297,11 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
     spend_log = tmp_path / "spend.jsonl"
     command = run_command(outputs, stack.endpoint, job, run_dir, spend_log)
     env = {**os.environ, "SPOTBATCH_HOME": str(tmp_path)}
-    # right after RunInstances: the drained segment's relaunch (earlier, every worker of the job would run
-    # unobserved, and might finish before the DRAINING point's notice could find one running)
-    order = ["after-authorize", "after-state-draining", "after-run-instances", "after-terminate"]
-    order.append("before-record-actual")
+    order = ["after-authorize", "after-state-draining", "after-terminate", "before-record-actual"]
     order.append("after-state-done")
-    assert sorted(order) == sorted(POINTS)
+    # the kill right after RunInstances has a test of its own (below): in this sequence its restart let
+    # the other workers finish unobserved, and the later points found nothing left to do under load
+    assert sorted([*order, "after-run-instances"]) == sorted(POINTS)
     with simulated_machines(stack, busy_model_dir, tmp_path, job) as (imds, runtime):
         for point in order:
             with open(tmp_path / f"{point}.log", "wb") as log:
@@ -311,10 +310,6 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
                 instance = _first_running_instance(run_dir / "state.db", coordinator)
                 imds.issue_notice(instance, action_time="2026-12-03T12:02:00Z")
             assert coordinator.wait(180) == -signal.SIGKILL, (point, (tmp_path / f"{point}.log").read_text())
-            if point == "after-run-instances":
-                time.sleep(
-                    1
-                )  # 30 cloud s down, and the restart's own: the instance it launched bills meanwhile
         time.sleep(3)  # 90 cloud s down: the segment that was DONE has its instance power off unseen
         last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
         assert last.returncode == 0, last.stderr[-3000:]
@@ -352,6 +347,48 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
     unseen = next(a for a in attempts if a["end_reason"] == "done" and a["segment_id"] == done["segment_id"])
     noticed = origin + (done["ts"] - origin) * scale  # the restart came 3 s (90 cloud s) after this
     assert unseen["ended_at"] < noticed + 30, (unseen, noticed)
+
+
+def test_a_coordinator_killed_right_after_run_instances_bills_its_instances_from_their_launch_time(
+    stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
+) -> None:
+    """Killed right after RunInstances returned, before the state knew the instances: the restart found
+    them by their attempt tags but billed them from the restart (205 cloud s late), or launched anew where
+    one was gone. Now every instance EC2 ran is in the state and the ledger, billed from its LaunchTime,
+    and no attempt is launched twice."""
+    from coordinator.cost.budget import BudgetGuard
+    from coordinator.job.crash_points import CRASH_ENV
+    from coordinator.sim.matrix import upload_dataset
+
+    upload_dataset(stack.target.client("s3"), stack.stack.bucket, sentences_parquet, ROWS)
+    outputs = stack.save_outputs(tmp_path / "outputs.json")
+    run_dir, job = tmp_path / "run", f"ran-{uuid.uuid4().hex[:6]}"
+    spend_log = tmp_path / "spend.jsonl"
+    command = run_command(outputs, stack.endpoint, job, run_dir, spend_log)
+    env = {**os.environ, "SPOTBATCH_HOME": str(tmp_path)}
+    with simulated_machines(stack, busy_model_dir, tmp_path, job):
+        crash = {**env, CRASH_ENV: "after-run-instances"}
+        killed = subprocess.run(command, env=crash, capture_output=True, text=True, timeout=180)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+        time.sleep(1)  # 30 cloud s down, and the restart's own: the instances it launched bill meanwhile
+        last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        assert last.returncode == 0, last.stderr[-3000:]
+    instances = job_instances(stack, job)
+    assert max(Counter(i.attempt for i in instances.values()).values()) == 1  # no attempt launched twice
+    ledger = [json.loads(line) for line in (run_dir / "ledger.jsonl").read_text().splitlines()]
+    billed_from = {a["instance_id"]: a["launched_at"] for a in ledger if a["kind"] == "attempt"}
+    assert set(billed_from) == set(instances)  # every instance EC2 ran is in the ledger
+    record = json.loads((run_dir / "run.json").read_text())
+    origin, scale = float(record["clock_origin"]), float(record["time_scale"])
+    for instance_id, info in instances.items():  # from its LaunchTime (whole seconds: +-1 wall s)
+        launch_time = origin + (info.launch_time - origin) * scale
+        assert abs(billed_from[instance_id] - launch_time) <= scale + 5, (
+            instance_id,
+            billed_from,
+            launch_time,
+        )
+    assert sorted(predictions(run_dir)) == sorted(pq.read_table(sentences_parquet).column("id").to_pylist())
+    assert alive(stack, job) == [] and BudgetGuard(1000, spend_log).state().reservations == {}
 
 
 @contextlib.contextmanager
