@@ -28,7 +28,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from coordinator.job.aws_errors import raise_for_setup
-from coordinator.job.instances import wait_terminated
+from coordinator.job.instances import alive_ids, list_instances, wait_terminated
 from coordinator.job.spec import SHUTDOWN_WAIT_SECONDS
 from coordinator.stack.iam_documents import PolicyShape, as_written, render, worker_trust_policy
 from coordinator.stack.outputs import StackOutputs
@@ -126,7 +126,13 @@ class JobRoles:
     def delete_after_shutdown(self, job_id: str, describe: Callable[..., Any], *, every: float) -> None:
         """The job's role, once its instances show terminated: EC2 holds one in shutting-down while its OS
         stops, and Docker ships the worker's last log lines then, with this role (deleted earlier, they are
-        lost). After `SHUTDOWN_WAIT_SECONDS` it goes anyway, with a warning naming what still shuts down."""
+        lost). After `SHUTDOWN_WAIT_SECONDS` it goes anyway, with a warning naming what still shuts down.
+        Kept while an instance of the job still runs (left for a resume, or for the coordinator that took
+        the job over): its worker would lose its credentials."""
+        running = alive_ids(list_instances(describe, job_id=job_id))
+        if running:  # left for a resume to adopt, or another coordinator's now (the lease): they need it
+            log.warning("job %s: %s still running: its role stays for them", job_id, ", ".join(running))
+            return
         left = wait_terminated(describe, job_id, timeout=SHUTDOWN_WAIT_SECONDS, every=every)
         if left:
             log.warning("job %s: %s still shutting down; its role goes now", job_id, ", ".join(left))

@@ -94,3 +94,24 @@ def test_a_shutdown_that_never_ends_delays_the_role_only_so_long_and_says_so(
     assert time.monotonic() - started >= 0.5
     assert not _role_exists(iam, "job-2")
     assert f"job job-2: {instance} still shutting down; its role goes now" in caplog.text
+
+
+@pytest.mark.slow
+def test_the_role_stays_while_an_instance_of_the_job_still_runs(
+    aws: MotoServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A coordinator that stops leaving instances running (for a resume to adopt, or because another took
+    the job over through the lease) must not take their credentials away with the role."""
+    iam = aws.target().client("iam")
+    roles = JobRoles(iam, STACK, account="123456789012")
+    roles.ensure("job-3")
+    ec2 = aws.target().client("ec2")
+    image = ec2.describe_images()["Images"][0]["ImageId"]
+    tags = [{"Key": PROJECT_TAG, "Value": PROJECT}, {"Key": TAG_JOB, "Value": "job-3"}]
+    running = ec2.run_instances(
+        ImageId=image, MinCount=1, MaxCount=1, TagSpecifications=[{"ResourceType": "instance", "Tags": tags}]
+    )["Instances"][0]["InstanceId"]
+    started = time.monotonic()
+    roles.delete_after_shutdown("job-3", ec2.describe_instances, every=0.05)
+    assert time.monotonic() - started < 5 and _role_exists(iam, "job-3")  # no wait, no delete
+    assert f"job job-3: {running} still running: its role stays for them" in caplog.text
