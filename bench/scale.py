@@ -51,7 +51,7 @@ from coordinator.sim.emulator_stack import Infrastructure, emulator_infrastructu
 from coordinator.stack.target import AwsTarget
 from inference.heartbeat import Heartbeat
 from inference.layout import heartbeat_key, job_prefix
-from inference.storage import S3Store
+from inference.s3_store import S3Store
 
 
 def heartbeat_stub(

@@ -19,7 +19,8 @@ from typing import Any
 
 from inference.errors import CheckpointError
 from inference.layout import checkpoint_key, parts_prefix
-from inference.storage import ObjectNotFound, ObjectStore
+from inference.storage import ObjectStore
+from inference.store_errors import ObjectNotFound
 
 PART_COLUMNS = ("id", "prediction", "score")
 

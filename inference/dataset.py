@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from inference.errors import InputDataError
-from inference.storage import ObjectNotFound, ObjectStore
+from inference.storage import ObjectStore
+from inference.store_errors import ObjectNotFound
 
 ROW_GROUP_SIZE = 500  # a 10,000-row dataset split in 10-40 segments still reads a few row groups each
 

@@ -58,7 +58,8 @@ def _rows_in(cloud: CloudTarget, key: str) -> int:
     import pyarrow.parquet as pq
     from botocore.exceptions import ClientError
 
-    from inference.storage import ObjectNotFound, S3Store
+    from inference.s3_store import S3Store
+    from inference.store_errors import ObjectNotFound
 
     where = f"s3://{cloud.bucket}/{key}"
     try:

@@ -28,7 +28,8 @@ from coordinator.job.aws_errors import raise_for_setup
 from coordinator.untrusted import UntrustedInput, load_json
 from inference.heartbeat import Heartbeat, HeartbeatState
 from inference.layout import heartbeat_key
-from inference.storage import ObjectNotFound, ObjectStore
+from inference.storage import ObjectStore
+from inference.store_errors import ObjectNotFound
 
 HEARTBEATS_PREFIX = heartbeat_key("").rsplit("/", 1)[0] + "/"
 MAX_HEARTBEAT_BYTES = 16 * 1024  # a worker's is a few hundred bytes; its message is cut at 2,000 characters

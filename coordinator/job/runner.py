@@ -53,7 +53,7 @@ from coordinator.stack.iam_documents import PolicyShape, as_written
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.target import AwsTarget
 from inference.layout import job_prefix
-from inference.storage import S3Store
+from inference.s3_store import S3Store
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,7 +11,9 @@ from botocore.stub import Stubber
 from inference.checkpoint import load_checkpoint
 from inference.dataset import read_segment
 from inference.errors import InputDataError
-from inference.storage import LocalStore, ObjectNotFound, S3Store, open_store, split_uri
+from inference.s3_store import S3Store
+from inference.storage import LocalStore, open_store, split_uri
+from inference.store_errors import ObjectNotFound
 from tests.aws_errors import queue_error
 
 

@@ -14,7 +14,8 @@ import pytest
 from coordinator.job.heartbeats import HeartbeatReader, parse_heartbeat
 from inference.heartbeat import Heartbeat
 from inference.layout import heartbeat_key
-from inference.storage import LocalStore, ObjectStore, S3Store
+from inference.s3_store import S3Store
+from inference.storage import LocalStore, ObjectStore
 
 
 @pytest.fixture(params=["local", "s3"])

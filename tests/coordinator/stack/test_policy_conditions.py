@@ -18,7 +18,7 @@ from coordinator.job.roles import JobRoles
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.permissions import coordinator_policy, worker_job_policy
 from coordinator.stack.policy_docs import placeholder_arns
-from inference.storage import S3Store
+from inference.s3_store import S3Store
 
 CONTEXT = {  # (statement, condition key) -> the request context that meets it, and where it comes from
     ("LaunchFromTheStackTemplates", "ec2:LaunchTemplate"): "RunInstances names a stack template (the fleet)",

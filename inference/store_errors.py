@@ -1,0 +1,6 @@
+"""What an object store answers besides data (`storage.py`, `s3_store.py`): not worker errors with exit
+codes (`errors.py`), but answers its callers act on."""
+
+
+class ObjectNotFound(KeyError):
+    """The key does not exist in the store."""
