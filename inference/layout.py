@@ -1,17 +1,21 @@
 """Where a job's objects live in the bucket: one definition, read by the worker and by the coordinator.
 
-    data/<dataset>.parquet                                      the input (workers may only read it)
-    jobs/<job>/parts/<segment>/<start:08d>-<stop:08d>.csv        a whole chunk's predictions
-    jobs/<job>/parts/<segment>/<start>-<stop>.b<i:03d>-<j:03d>.csv   batches [i, j) of a chunk (after a stop)
-    jobs/<job>/checkpoints/<segment>.json                        which parts count, and where to resume
-    jobs/<job>/heartbeats/<segment>.json                         the worker's latest beat
+    data/<dataset>.parquet                                   the input (workers may only read it)
+    jobs/<job>/parts/<segment>/<start:08d>-<stop:08d>.<w>.csv            a whole chunk's predictions
+    jobs/<job>/parts/<segment>/<start>-<stop>.b<i:03d>-<j:03d>.<w>.csv   batches [i, j) of a chunk
+    jobs/<job>/checkpoints/<segment>.json                    which parts count, and where to resume
+    jobs/<job>/heartbeats/<segment>.json                     the worker's latest beat
 
 Keys below `jobs/<job>/` are relative to the job's prefix: the worker is given `s3://<bucket>/jobs/<job>` as
-its output prefix. The Terraform worker role (`worker_iam`) grants exactly these two prefixes; a test holds
-its defaults and the user-data template to this module.
+its output prefix. `<w>` is 12 hex digits of the writing attempt's id (no `.<w>` for a run outside a job):
+a stale attempt's part never has the key of a part a newer attempt lists. The Terraform worker role
+(`worker_iam`) grants exactly these two prefixes; a test holds its defaults and the user-data template to
+this module.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 DATA_PREFIX = "data/"
 JOBS_PREFIX = "jobs/"
@@ -38,9 +42,18 @@ def parts_prefix(segment_id: str) -> str:
     return f"parts/{segment_id}/"
 
 
-def part_key(segment_id: str, row_start: int, row_stop: int, batches: tuple[int, int] | None = None) -> str:
+def part_key(
+    segment_id: str, row_start: int, row_stop: int, batches: tuple[int, int] | None = None, attempt: str = ""
+) -> str:
     """`batches` is the batch range inside the chunk, given only when the part covers part of the chunk."""
     stem = f"{row_start:08d}-{row_stop:08d}"
     if batches is not None:
         stem += f".b{batches[0]:03d}-{batches[1]:03d}"
+    if attempt:
+        stem += f".{writer_tag(attempt)}"
     return f"{parts_prefix(segment_id)}{stem}.csv"
+
+
+def writer_tag(attempt: str) -> str:
+    """The mark of the attempt that wrote a part, in its key."""
+    return hashlib.sha256(attempt.encode()).hexdigest()[:12]

@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlencode
 
-from inference.store_errors import ObjectNotFound
+from inference.store_errors import ConditionFailed, ObjectNotFound
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -90,6 +90,32 @@ class S3Store:
             self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, Tagging=tagging)
         else:
             self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+
+    def get_versioned(self, key: str) -> tuple[bytes, str]:
+        from botocore.exceptions import ClientError
+
+        try:
+            answer = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+        except ClientError as error:
+            raise self._why_not(key, error) from None
+        return answer["Body"].read(), answer["ETag"]
+
+    def put_if(self, key: str, data: bytes, version: str | None) -> str:
+        """S3's conditional PutObject: `If-Match` on the ETag, or `If-None-Match: *`. 412 when it does not
+        hold, 409 when another conditional write of the key is in flight: either way another writer won."""
+        from botocore.exceptions import ClientError
+
+        bucket, full_key = self.bucket, self._key(key)
+        try:
+            if version is None:
+                answer = self.client.put_object(Bucket=bucket, Key=full_key, Body=data, IfNoneMatch="*")
+            else:
+                answer = self.client.put_object(Bucket=bucket, Key=full_key, Body=data, IfMatch=version)
+        except ClientError as error:
+            if error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") in (409, 412):
+                raise ConditionFailed(f"{self.uri}/{key}: changed since version {version}") from None
+            raise
+        return answer["ETag"]
 
     def exists(self, key: str) -> bool:
         from botocore.exceptions import ClientError

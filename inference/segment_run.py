@@ -1,10 +1,15 @@
 """One attempt at a segment: resume from the checkpoint, run the rest of the batch plan, drain on a stop.
 
 Writes, in this order, so that a crash can only redo work: a chunk's part (its key fixed by the chunk's
-row range), then the checkpoint that lists it. Fencing: the attempt claims the checkpoint when it starts
-(writes it with its attempt id) and re-reads it before each part and checkpoint write; if another attempt
-has claimed it since, this one is a leftover (an instance the coordinator gave up on, still draining) and
-stops before it can overwrite the newer attempt's progress.
+row range and this attempt), then the checkpoint that lists it.
+
+Fencing, in storage and not in timing: the attempt claims the checkpoint when it starts (rewrites it with
+its attempt id) and every checkpoint write names the version this attempt last read or wrote (S3's
+conditional PutObject, `If-Match`). Once a newer attempt has claimed the segment, an older one still
+running (an instance the coordinator gave up on, never told to stop) has its next checkpoint write refused
+and stops (`Superseded`): it cannot list a part, and a part it wrote has a key no newer attempt lists.
+Parts no checkpoint lists are deleted only when the segment is done. It also re-reads the claim before each
+part, so that a superseded attempt rarely writes one at all.
 
 Usage::
 
@@ -23,6 +28,7 @@ from inference.checkpoint import (
     Checkpoint,
     encode_part,
     load_checkpoint,
+    load_versioned_checkpoint,
     remove_orphan_parts,
     save_checkpoint,
 )
@@ -36,8 +42,10 @@ from inference.interruption import StopSignal
 from inference.layout import part_key
 from inference.plan import Batch, BatchPlan, plan_batches
 from inference.storage import ObjectStore, open_store, split_uri
+from inference.store_errors import ConditionFailed
 
 log = logging.getLogger("inference.worker")
+CLAIM_TRIES = 5  # a claim refused because another writer got in between the read and the write is retried
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,17 +71,37 @@ class SegmentRun:
         self.config = config
         self.store = store
         self.stop = stop
+        self._version: str | None = None  # of the checkpoint, as this attempt last read or wrote it
 
     def _fresh_checkpoint(self) -> Checkpoint:
         c = self.config
         return Checkpoint(c.segment_id, c.start, c.stop, c.batch_size, c.checkpoint_every, attempt=c.attempt)
 
     def _resume_checkpoint(self) -> Checkpoint:
+        """Read the checkpoint and claim it, over the version read; again if another writer got in."""
+        for _ in range(CLAIM_TRIES):
+            found, self._version = load_versioned_checkpoint(
+                self.store, self.config.segment_id, corrupt_as_absent=True
+            )
+            checkpoint = self._usable(found)
+            if not self.config.attempt:  # a run outside a job: nothing to claim
+                return checkpoint
+            checkpoint.attempt = self.config.attempt
+            try:
+                self._version = save_checkpoint(self.store, checkpoint, self._version)
+            except ConditionFailed:
+                continue
+            return checkpoint  # an older attempt still running has its next checkpoint write refused
+        raise Superseded(
+            f"segment {self.config.segment_id}: its checkpoint changed under each of {CLAIM_TRIES} claims; "
+            f"another attempt is writing it, so this one ({self.config.attempt!r}) stops without writing"
+        )
+
+    def _usable(self, found: Checkpoint | None) -> Checkpoint:
         fresh = self._fresh_checkpoint()
-        found = load_checkpoint(self.store, self.config.segment_id)
         if found is None:
-            found = fresh
-        elif not found.matches(fresh):
+            return fresh
+        if not found.matches(fresh):
             raise CheckpointError(
                 f"{self.store.uri}: checkpoint of {found.segment_id} was written for rows "
                 f"[{found.start}, {found.stop}), batch size {found.batch_size}, checkpoint every "
@@ -81,30 +109,32 @@ class SegmentRun:
                 f"{fresh.batch_size}, {fresh.checkpoint_every}. Use the same arguments or a new output "
                 "prefix."
             )
-        orphans = remove_orphan_parts(self.store, found)
-        if orphans:
-            log.info("removed %d orphan part(s) written after the last checkpoint: %s", len(orphans), orphans)
-        found.attempt = self.config.attempt
-        if found.attempt:
-            save_checkpoint(
-                self.store, found
-            )  # the claim: an older attempt still running will see it and stop
         return found
 
     def _check_claim(self, checkpoint: Checkpoint) -> None:
-        """Raise `Superseded` if a later attempt has claimed the segment's checkpoint."""
+        """Raise `Superseded` if a later attempt has claimed the segment's checkpoint (before a part: the
+        fence itself is the conditional checkpoint write in `_save`)."""
         if checkpoint.attempt:
             current = load_checkpoint(self.store, checkpoint.segment_id)
             if current is not None and current.attempt != checkpoint.attempt:
-                raise Superseded(
-                    f"segment {checkpoint.segment_id}: attempt {current.attempt!r} has claimed the "
-                    "checkpoint; "
-                    f"this attempt ({checkpoint.attempt!r}) stops without writing"
-                )
+                raise self._superseded(checkpoint, current)
+
+    def _superseded(self, checkpoint: Checkpoint, current: Checkpoint | None) -> Superseded:
+        by = current.attempt if current is not None else "?"
+        return Superseded(
+            f"segment {checkpoint.segment_id}: attempt {by!r} has claimed the checkpoint; this attempt "
+            f"({checkpoint.attempt!r}) stops without listing anything more"
+        )
 
     def _save(self, checkpoint: Checkpoint) -> None:
-        self._check_claim(checkpoint)  # again: the part write took time
-        save_checkpoint(self.store, checkpoint)
+        try:
+            self._version = save_checkpoint(self.store, checkpoint, self._version)
+        except ConditionFailed:
+            raise self._superseded(checkpoint, load_checkpoint(self.store, checkpoint.segment_id)) from None
+        if checkpoint.done:
+            orphans = remove_orphan_parts(self.store, checkpoint)
+            if orphans:
+                log.info("removed %d part(s) no checkpoint lists: %s", len(orphans), orphans)
 
     def _write_part(
         self, plan: BatchPlan, ids: list[Any], first: int, stop: int, results: dict[int, Any]
@@ -120,6 +150,7 @@ class SegmentRun:
             c.start + chunk_first,
             c.start + chunk_stop,
             None if whole else (first - chunk_batch0, stop - chunk_batch0),
+            c.attempt,
         )
         offsets = sorted(offset for batch in plan.batches[first:stop] for offset in batch.rows)
         self.store.put(key, encode_part([(ids[o], *results[o]) for o in offsets]))

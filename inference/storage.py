@@ -13,6 +13,8 @@ environment (`AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_S3`, credentials), so moto an
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import BinaryIO, Protocol
 from urllib.parse import urlparse
 
 from inference.s3_store import S3Store
-from inference.store_errors import ObjectNotFound
+from inference.store_errors import ConditionFailed, ObjectNotFound
 
 
 class ObjectStore(Protocol):
@@ -31,7 +33,16 @@ class ObjectStore(Protocol):
 
     def get(self, key: str) -> bytes: ...
 
+    def get_versioned(self, key: str) -> tuple[bytes, str]:
+        """The object and its version tag (S3's ETag), read together; `put_if` takes that tag."""
+        ...
+
     def put(self, key: str, data: bytes, tags: dict[str, str] | None = None) -> None: ...
+
+    def put_if(self, key: str, data: bytes, version: str | None) -> str:
+        """Write only if the object is still `version` (None: only if there is none); returns the new
+        version, or raises `ConditionFailed`. Of two writers that read one version, one wins."""
+        ...
 
     def exists(self, key: str) -> bool: ...
 
@@ -82,6 +93,31 @@ class LocalStore:
             Path(tmp).unlink(missing_ok=True)
             raise
 
+    def get_versioned(self, key: str) -> tuple[bytes, str]:
+        data = self.get(key)
+        return data, _content_version(data)
+
+    def put_if(self, key: str, data: bytes, version: str | None) -> str:
+        """Compare and rename under an exclusive lock on the folder, the way S3 serializes them. The
+        version is the content's hash: a file's inode and time may repeat, its content does not."""
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX)
+            try:
+                current: str | None = _content_version(path.read_bytes())
+            except FileNotFoundError:
+                current = None
+            if current != version:
+                raise ConditionFailed(
+                    f"{self.uri}/{key}: is {current or 'absent'}, not {version or 'absent'}"
+                )
+            self.put(key, data)
+            return _content_version(data)
+        finally:
+            os.close(folder)  # and the lock with it
+
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
 
@@ -114,6 +150,10 @@ class LocalStore:
             return self._path(key).open("rb")
         except FileNotFoundError:
             raise ObjectNotFound(f"{self.uri}/{key}") from None
+
+
+def _content_version(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def split_uri(uri: str) -> tuple[str, str]:

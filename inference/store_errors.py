@@ -4,3 +4,7 @@ codes (`errors.py`), but answers its callers act on."""
 
 class ObjectNotFound(KeyError):
     """The key does not exist in the store."""
+
+
+class ConditionFailed(Exception):
+    """A conditional write was refused: the object is not the version the writer named (S3's 412)."""

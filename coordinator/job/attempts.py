@@ -46,7 +46,7 @@ from coordinator.job.spec import CloudClock, JobSpec
 from coordinator.job.state import CoordinatorState
 from coordinator.job.state_schema import SegmentRow
 from coordinator.policies.base import SegmentHistory
-from inference.checkpoint import load_checkpoint
+from inference.checkpoint import rows_checkpointed
 from inference.storage import ObjectStore
 
 log = logging.getLogger("coordinator")
@@ -151,8 +151,7 @@ class AttemptBook:
     def checkpointed_rows(self, segment: str) -> int:
         """The rows the segment's checkpoint holds, read once per attempt."""
         if segment not in self.checkpointed:
-            checkpoint = load_checkpoint(self.store, segment)
-            self.checkpointed[segment] = checkpoint.rows_done if checkpoint else 0
+            self.checkpointed[segment] = rows_checkpointed(self.store, segment)
         return self.checkpointed[segment]
 
     def on_end(self, hook: Callable[[ActiveAttempt, str], None]) -> None:
@@ -283,8 +282,7 @@ class AttemptBook:
         """What the next attempt may cost: the rows left at the best rate seen (or the planned one), plus
         a minute of boot and the pricing margin, at the dearest of the job's types (its pool is not known)."""
         row = self.state.segment(self.job_id, segment)
-        checkpoint = load_checkpoint(self.store, segment)
-        left = (row.stop - row.start) - (checkpoint.rows_done if checkpoint else 0)
+        left = (row.stop - row.start) - rows_checkpointed(self.store, segment)
         seconds = 60.0 + left / max(self.best_rate_seen(), 1e-9)
         return cost_usd(self.quotes.dearest(market).rate_usd_per_hour, seconds) * (1 + ESTIMATE_MARGIN)
 
@@ -308,12 +306,11 @@ class AttemptBook:
         self.fleet.terminate_and_confirm([attempt.instance_id])
         crash_point("after-terminate")
         ended = self.instance_end(tracked, view)
-        checkpoint = load_checkpoint(self.store, segment)
-        rows_checkpointed = checkpoint.rows_done if checkpoint else 0
+        rows_in_checkpoint = rows_checkpointed(self.store, segment)
         earlier = self.state.attempts(self.job_id, segment)
         kept_before = sum(a.rows_kept for a in earlier if a.ended_at is not None)
         beat = view.heartbeat if view else self.monitor.latest_heartbeat(attempt.attempt_id)
-        rows_seen = beat.rows_done if beat else rows_checkpointed
+        rows_seen = beat.rows_done if beat else rows_in_checkpoint
         quote = self.quotes.of(attempt.market, tracked.instance_type)
         seconds = billed_seconds(quote.billing, tracked.launched_cloud, ended)
         cost = cost_usd(quote.rate_usd_per_hour, seconds)
@@ -321,8 +318,8 @@ class AttemptBook:
             attempt.attempt_id,
             ended_at=ended,
             end_reason=end_reason,
-            rows_kept=max(0, rows_checkpointed - kept_before),
-            rows_wasted=max(0, rows_seen - rows_checkpointed),
+            rows_kept=max(0, rows_in_checkpoint - kept_before),
+            rows_wasted=max(0, rows_seen - rows_in_checkpoint),
             rows_per_s=self.clock_rate(beat.rows_per_s if beat else 0.0),
             billed_seconds=seconds,
             cost_usd=cost,

@@ -13,7 +13,7 @@ from inference.dataset import read_segment
 from inference.errors import InputDataError
 from inference.s3_store import S3Store
 from inference.storage import LocalStore, open_store, split_uri
-from inference.store_errors import ObjectNotFound
+from inference.store_errors import ConditionFailed, ObjectNotFound
 from tests.aws_errors import queue_error
 
 
@@ -34,6 +34,22 @@ def exercise(store: LocalStore | S3Store) -> None:
     store.delete("a/two.json")
     with pytest.raises(ObjectNotFound):
         store.get("a/two.json")
+    conditional_writes(store)
+
+
+def conditional_writes(store: LocalStore | S3Store) -> None:
+    """Of two writers that read one version, only the first write lands (S3's If-Match/If-None-Match)."""
+    first = store.put_if("c/claim.json", b"A", None)  # only where there is none
+    with pytest.raises(ConditionFailed):
+        store.put_if("c/claim.json", b"B", None)
+    data, version = store.get_versioned("c/claim.json")
+    assert (data, version) == (b"A", first)
+    second = store.put_if("c/claim.json", b"A2", version)
+    with pytest.raises(ConditionFailed):  # a writer still holding the first version is refused
+        store.put_if("c/claim.json", b"stale", version)
+    assert store.get_versioned("c/claim.json") == (b"A2", second) and second != first
+    with pytest.raises(ObjectNotFound):
+        store.get_versioned("c/none.json")
 
 
 def test_local_store(tmp_path: Path) -> None:

@@ -124,6 +124,18 @@ def test_orphan_part_from_a_crash_is_ignored_and_removed(
     assert len(read_segment_output(store, "seg-0002")) == 700
 
 
+def test_a_corrupt_checkpoint_is_written_over_and_the_segment_starts_over(
+    tmp_path: Path, sentences_parquet: Path, tiny_model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Any worker of the job may write it: one that does not parse failed every attempt of the segment."""
+    c = config(str(sentences_parquet), tiny_model_dir, str(tmp_path), attempt="j/seg-0002/2")
+    store = open_store(str(tmp_path))
+    store.put("checkpoints/seg-0002.json", b'{"segment_id": "seg-0002", "parts": ["/etc/passwd"]}')
+    assert run_worker(c).rows_done == 700
+    assert len(read_segment_output(store, "seg-0002")) == 700
+    assert "corrupt checkpoint (TypeError: its keys are not" in caplog.text and "starts over" in caplog.text
+
+
 def test_missing_text_column_names_the_object_and_column(tmp_path: Path, tiny_model_dir: Path) -> None:
     dataset = tmp_path / "raw.parquet"
     write_dataset(pa.table({"id": list(range(1_000)), "body": ["x"] * 1_000}), dataset)

@@ -17,7 +17,7 @@ from coordinator.job.launch_passes import LaunchPass
 from coordinator.policies.registry import driver_for, make_policy
 from inference.checkpoint import Checkpoint, save_checkpoint
 from inference.heartbeat import Heartbeat
-from inference.layout import heartbeat_key
+from inference.layout import checkpoint_key, heartbeat_key
 from tests.coordinator.job.real_book import real_book
 
 
@@ -58,14 +58,45 @@ def test_a_done_beat_counts_only_once_the_checkpoint_proves_it(tmp_path: Path) -
         "seg-0000", 0, 10, 5, 1, rows_done=5, parts=["parts/seg-0000/0-5.csv"], attempt=attempt
     )
     book.store.put("parts/seg-0000/0-5.csv", b"id,label,score\n")
-    save_checkpoint(book.store, checkpoint)
+    version = save_checkpoint(book.store, checkpoint, None)
     _beat(book, "done", 10)  # half the rows
     assert _verdict(book) == "running"
     checkpoint.rows_done, checkpoint.done = 10, True
     checkpoint.parts.append("parts/seg-0000/5-10.csv")  # listed, never written
-    save_checkpoint(book.store, checkpoint)
+    save_checkpoint(book.store, checkpoint, version)
     _beat(book, "done", 10)
     assert _verdict(book) == "running"
     book.store.put("parts/seg-0000/5-10.csv", b"id,label,score\n")
     _beat(book, "done", 10)
     assert _verdict(book) == "done"  # the worker's own end: every row, every part
+
+
+FORGED_CHECKPOINTS = {
+    "not UTF-8": b"\xff\xfe",
+    "too deep": b"[" * 100_000 + b"]" * 100_000,
+    "keys missing": b'{"segment_id": "seg-0000"}',
+    "a string for rows": json.dumps(
+        {**asdict(Checkpoint("seg-0000", 0, 10, 5, 1)), "rows_done": "10"}
+    ).encode(),
+    "a part elsewhere": json.dumps(
+        asdict(Checkpoint("seg-0000", 0, 10, 5, 1, parts=["../../x.csv"]))
+    ).encode(),
+    "more rows than it has": json.dumps(asdict(Checkpoint("seg-0000", 0, 10, 5, 1, rows_done=11))).encode(),
+}
+
+
+@pytest.mark.parametrize("forged", FORGED_CHECKPOINTS.values(), ids=FORGED_CHECKPOINTS.keys())
+def test_a_forged_checkpoint_counts_as_none_and_the_job_goes_on(
+    tmp_path: Path, forged: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It stopped the job: the error came out of the book's `checkpointed_rows` and `close`."""
+    book = _launched(tmp_path)
+    book.store.put(checkpoint_key("seg-0000"), forged)
+    assert book.checkpointed_rows("seg-0000") == 0
+    assert book.estimate_usd("seg-0000", "on-demand") > 0
+    _beat(book, "done", 10)
+    assert _verdict(book) != "done"  # no done without a checkpoint that proves it
+    book.end("seg-0000", "lost", None)  # priced and settled, with no rows kept
+    (ended,) = book.state.attempts(book.job_id, "seg-0000")
+    assert ended.end_reason == "lost" and ended.rows_kept == 0
+    assert "corrupt checkpoint" in caplog.text and "the segment starts over" in caplog.text

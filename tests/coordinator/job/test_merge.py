@@ -11,7 +11,8 @@ import pytest
 
 from coordinator.errors import MergeError
 from coordinator.job.merge import merge_results
-from inference.checkpoint import Checkpoint, encode_part, save_checkpoint
+from inference.checkpoint import Checkpoint, encode_part, load_versioned_checkpoint, save_checkpoint
+from inference.errors import CheckpointError
 from inference.storage import LocalStore
 
 
@@ -31,6 +32,7 @@ def _segment_output(store: LocalStore, segment: str, rows: list[tuple[Any, str, 
             parts=[key],
             done=True,
         ),
+        load_versioned_checkpoint(store, segment)[1],  # over what is there
     )
 
 
@@ -53,3 +55,17 @@ def test_merge_writes_every_row_once_or_names_what_is_wrong(tmp_path: Path) -> N
     with pytest.raises(MergeError, match=r"1 missing \['7'\], 1 duplicated \['6'\]"):
         merge_results(job, data, "in.parquet", ["seg-0000", "seg-0001"], tmp_path / "out2")
     assert not (tmp_path / "out2").exists()
+
+
+@pytest.mark.parametrize(
+    "part",
+    [b"\xff\xfe", b"", b"id,prediction,score\n7,positive,high\n", b"id,prediction,score\n7,positive\n"],
+)
+def test_a_corrupt_part_is_named_not_a_traceback(tmp_path: Path, part: bytes) -> None:
+    (tmp_path / "data").mkdir()
+    pq.write_table(pa.table({"id": [7], "text": ["a"]}), tmp_path / "data" / "in.parquet")
+    job = LocalStore(tmp_path / "job")
+    _segment_output(job, "seg-0000", [(7, "positive", 0.7)], 0)
+    job.put("parts/seg-0000/00000000-00000001.csv", part)
+    with pytest.raises(CheckpointError, match=r"job/parts/seg-0000/00000000-00000001.csv: corrupt part"):
+        merge_results(job, LocalStore(tmp_path / "data"), "in.parquet", ["seg-0000"], tmp_path / "out")
