@@ -137,6 +137,7 @@ bench: model container-tools  ## benchmarks: each prints a ratio against a basel
 	$(BIN)/python -m bench.policies
 	$(BIN)/python -m bench.zones
 	$(BIN)/python -m bench.simulate_load
+	$(BIN)/python -m bench.ceiling
 
 clean:
 	rm -rf build runs reports/out .mypy_cache .ruff_cache .pytest_cache

@@ -39,7 +39,6 @@ from coordinator.sim.instance_runtime import InstanceRuntime
 from coordinator.sim.machine import MachineImage
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.pace_record import emulator_latency, record_pace
-from coordinator.sim.paced_worker import PACE_ENV
 from coordinator.sim.settings import (
     BOOT_TIMEOUT,
     DATASET_KEY,
@@ -162,12 +161,11 @@ def _injector(
 def _runtime(lab: Lab, run_dir: Path, clock: CloudClock, job_id: str) -> InstanceRuntime:
     """The machines of one run: paced at the instance type's speed, each held back for its drawn launch."""
     settings = lab.settings
-    workload = settings.workload()
     return InstanceRuntime(
         lab.infra.target,
         MachineImage(
             files={IMAGE_MODEL_DIR: str(settings.model.resolve())},
-            extra_env={PACE_ENV: f"{workload.wall_rows_per_second:.4f}"} if settings.paced else {},
+            extra_env=settings.machine_env(),
         ),
         imds=lab.imds,
         log_dir=run_dir / "workers",

@@ -71,6 +71,12 @@ class Pace:
             self._behind = 0.0
             self._sleep(planned - elapsed)
 
+    def hold(self, seconds: float) -> None:
+        """A stall: no rows for `seconds`, and the schedule moves on by as much (the instance it stands for
+        was stuck too: the rows are not caught up afterwards)."""
+        self._sleep(seconds)
+        self._start += seconds
+
     @property
     def lag_seconds(self) -> float:
         """Seconds behind the instance's schedule now (after the last batch)."""

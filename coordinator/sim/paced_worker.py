@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import inference.worker
 from coordinator.sim.pace import Pace
@@ -25,14 +27,21 @@ log = logging.getLogger("inference.worker")
 PACE_ENV = "SPOTBATCH_PACE"  # the instance type's speed, in this host's rows per wall second
 READY_AT_ENV = "SPOTBATCH_READY_AT"  # the end of the instance's modelled launch (epoch seconds)
 PACE_REPORT_ENV = "SPOTBATCH_PACE_REPORT"  # where the worker reports its lag (`pace_record.py` reads it)
+# `bench.ceiling`: "<share> <wall seconds> <rows> <seed>": that share of attempts (drawn from the seed, the
+# segment and the attempt's number) stall for that long once they have done that many rows, beating all
+# the while, as a worker stuck on a bad host or a hung read would
+STALL_ENV = "SPOTBATCH_STALL"
+ATTEMPT_ENV = "SPOTBATCH_ATTEMPT"  # the worker's own option, set by the user-data
 
 
 class PaceHook:
     """The host hook of a simulated instance: the worker starts when the modelled launch ends and, with a
     pace, keeps the instance type's speed, writing its lag to the report after every batch."""
 
-    def __init__(self, pace: Pace | None, *, ready_at: float | None, report: str) -> None:
-        self.pace, self.report = pace, report
+    def __init__(
+        self, pace: Pace | None, *, ready_at: float | None, report: str, stall: Stall | None = None
+    ) -> None:
+        self.pace, self.report, self.stall = pace, report, stall
         self._ready_at = ready_at
 
     @classmethod
@@ -40,7 +49,8 @@ class PaceHook:
         rows_per_second = float(environ.get(PACE_ENV) or 0)
         ready_at = float(environ.get(READY_AT_ENV) or 0) or None
         pace = Pace(rows_per_second, ready_at=ready_at) if rows_per_second else None
-        return cls(pace, ready_at=ready_at, report=environ.get(PACE_REPORT_ENV, ""))
+        stall = Stall.drawn(environ.get(STALL_ENV, ""), environ.get(ATTEMPT_ENV, ""))
+        return cls(pace, ready_at=ready_at, report=environ.get(PACE_REPORT_ENV, ""), stall=stall)
 
     @property
     def ready_at(self) -> float | None:
@@ -56,6 +66,10 @@ class PaceHook:
     def after_batch(self, rows: int) -> None:
         if self.pace is not None:  # the batch in hand ends at the pace, stop or not
             self.pace.after(rows)
+            if self.stall is not None and rows >= self.stall.after_rows:
+                log.info("stalled for %.1f s after %d rows (%s)", self.stall.seconds, rows, STALL_ENV)
+                self.pace.hold(self.stall.seconds)
+                self.stall = None
             self.pace.save(self.report)
 
     def finished(self) -> None:
@@ -66,6 +80,23 @@ class PaceHook:
                 100 * self.pace.lag_share,
                 self.pace.lag_seconds,
             )
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    seconds: float  # wall
+    after_rows: int
+
+    @classmethod
+    def drawn(cls, setting: str, attempt: str) -> Stall | None:
+        """This attempt's stall, if `setting` ("<share> <seconds> <rows> <seed>") draws one for it."""
+        if not setting:
+            return None
+        share, seconds, rows, seed = setting.split()
+        segment_and_number = attempt.split("/", 1)[-1]  # not the job: two runs of a seed stall alike
+        if random.Random(f"{seed}/{segment_and_number}/stall").random() >= float(share):
+            return None
+        return cls(float(seconds), int(rows))
 
 
 def run(argv: Sequence[str]) -> int:

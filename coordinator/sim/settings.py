@@ -18,6 +18,7 @@ from coordinator.job.runner import RunResult
 from coordinator.policies.deadline import DEFAULT_RESERVE_HOURS
 from coordinator.sim.fault_proxy import FaultRule
 from coordinator.sim.injector import RandomInterruptions
+from coordinator.sim.paced_worker import PACE_ENV, STALL_ENV
 from coordinator.sim.profiles import InstanceProfile, load_profile
 from coordinator.sim.worker_boot import BootMode
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
@@ -100,6 +101,12 @@ class SimulationSettings:
     # whether a run's segments go on-demand, and the matrix measures the host (`bench/simulate_load` checks
     # that a loaded host gives the quiet figures; the commits that raised it from 1.5 and 2 say by how much)
     deadline_factor: float = 2.5
+    # `bench.ceiling`: a host slower than the profile the coordinator plans with (each worker paced at the
+    # profile's speed divided by this), and a share of attempts that stall (beat, no rows) for
+    # `stall_seconds` (cloud) a third into their segment
+    slowdown: float = 1.0
+    stall_share: float = 0.0
+    stall_seconds: float = 0.0
     deadline_seconds: float | None = None
     deadline_reserve_hours: float = DEFAULT_RESERVE_HOURS
 
@@ -119,6 +126,17 @@ class SimulationSettings:
         if config == "deadline":
             return {"reserve_hours": self.deadline_reserve_hours}
         return {}
+
+    def machine_env(self) -> dict[str, str]:
+        """What a simulated machine's environment tells its worker's host hook (`paced_worker.py`)."""
+        if not self.paced:
+            return {}
+        env = {PACE_ENV: f"{self.workload().wall_rows_per_second / self.slowdown:.4f}"}
+        if self.stall_share > 0:
+            after = max(1, self.rows // self.segments // 3)
+            wall = self.stall_seconds / self.time_scale
+            env[STALL_ENV] = f"{self.stall_share} {wall:.3f} {after} {self.seed}"
+        return env
 
     def workload(self) -> SimulatedWorkload:
         return SimulatedWorkload(load_profile(self.instance_type), self.row_weight, self.time_scale)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
-from coordinator.sim.paced_worker import PACE_ENV, PACE_REPORT_ENV, READY_AT_ENV, PaceHook
+import pytest
+
+from coordinator.sim.pace import Pace
+from coordinator.sim.paced_worker import PACE_ENV, PACE_REPORT_ENV, READY_AT_ENV, STALL_ENV, PaceHook, Stall
+from coordinator.sim.settings import SimulationSettings
 
 
 def test_a_paced_machine_waits_for_its_launch_and_reports_its_lag(tmp_path: Path) -> None:
@@ -25,3 +30,35 @@ def test_an_unpaced_machine_only_defers_its_first_beat() -> None:
     hook.until_ready(lambda seconds: None)
     hook.after_batch(10)  # nothing to keep: no error, no report
     assert PaceHook.from_env({}).ready_at is None
+
+
+def test_a_stall_is_drawn_per_attempt_and_holds_the_schedule_back(tmp_path: Path) -> None:
+    """`bench.ceiling`'s stalled workers: the share of attempts drawn from the seed and the attempt's id,
+    each stuck once, and not caught up afterwards (the instance it stands for was stuck too)."""
+    drawn = [Stall.drawn("0.3 2.5 100 7", f"job/seg-0000/{n}") for n in range(200)]
+    assert 40 <= sum(s is not None for s in drawn) <= 80  # about 30% of 200
+    assert drawn == [Stall.drawn("0.3 2.5 100 7", f"job/seg-0000/{n}") for n in range(200)]
+    assert Stall.drawn("", "job/seg-0000/1") is None and Stall.drawn("1 2.5 100 7", "a") == Stall(2.5, 100)
+    now, slept = [0.0], []
+
+    def sleep(seconds: float) -> None:
+        slept.append(round(seconds, 6))
+        now[0] += seconds
+
+    hook = PaceHook(Pace(10.0, ready_at=0.0, clock=lambda: now[0], sleep=sleep), ready_at=0.0, report="")
+    hook.stall = Stall(30.0, 100)
+    hook.after_batch(50)  # 5 s of rows
+    hook.after_batch(100)  # 5 s more, then the stall
+    hook.after_batch(150)  # the rows after it come at the pace, not at once
+    assert slept == [5.0, 5.0, 30.0, 5.0] and hook.stall is None
+
+
+def test_the_settings_tell_each_machine_its_slowdown_and_its_stalls(tmp_path: Path) -> None:
+    plain = SimulationSettings(out_dir=tmp_path, model=tmp_path, dataset=tmp_path)
+    slow = replace(plain, slowdown=2.0, stall_share=0.3, stall_seconds=900.0)
+    assert STALL_ENV not in plain.machine_env()
+    assert float(slow.machine_env()[PACE_ENV]) == pytest.approx(
+        float(plain.machine_env()[PACE_ENV]) / 2, rel=1e-3
+    )
+    assert slow.machine_env()[STALL_ENV] == "0.3 60.000 200 0"  # 900 cloud s at scale 15, a third of 600 rows
+    assert replace(slow, paced=False).machine_env() == {}
