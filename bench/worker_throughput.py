@@ -33,7 +33,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from coordinator.paths import cache_dir, default_dataset_path, default_model_dir
-from coordinator.sim.profiles import PROFILES_PATH, InstanceProfile, save_profile
+from coordinator.plan.profiles import PROFILES_PATH, InstanceProfile, save_profile
 from inference.checked_model import BACKEND as CHECKED
 from inference.checked_model import CheckedClassifier
 from inference.checkpoint import read_segment_output

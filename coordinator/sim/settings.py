@@ -15,11 +15,11 @@ from typing import Any
 
 from coordinator.job.fleet import EC2_MAX_ATTEMPTS
 from coordinator.job.runner import RunResult
+from coordinator.plan.profiles import InstanceProfile, load_profile
 from coordinator.policies.deadline import DEFAULT_RESERVE_HOURS
 from coordinator.sim.fault_proxy import FaultRule
 from coordinator.sim.injector import RandomInterruptions
 from coordinator.sim.paced_worker import PACE_ENV, STALL_ENV
-from coordinator.sim.profiles import InstanceProfile, load_profile
 from coordinator.sim.worker_boot import BootMode
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
 from coordinator.whatif.boot_model import DEFAULT_BOOT_MODEL, BootModel
