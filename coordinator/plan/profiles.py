@@ -1,7 +1,8 @@
-"""Simulator only: how fast each instance type runs the worker, in rows per cloud second, and where from.
+"""How fast each instance type runs the worker, measured, in rows per cloud second, and where from.
 
-A simulated instance is paced at its type's speed (`pace.py`), so that its billed time does not
-depend on how many other simulated instances share this host's cores. The figures live in
+The planner prices a job per row with them (`throughput.py` adds scaled and published figures for the
+types not measured), and a simulated instance is paced at its type's speed (`sim/pace.py`), so that its
+billed time does not depend on how many other simulated instances share this host's cores. They live in
 `instance_profiles.json` beside this file, written by the throughput bench
 (`python -m bench.worker_throughput --write-profile c7i.xlarge`): the fastest worker path whose labels
 agree with the pipeline's, measured on the machine named in the entry's source. A type without an entry
@@ -39,6 +40,11 @@ def _read(path: Path) -> dict[str, dict[str, object]]:
         return {}
     except (OSError, ValueError) as error:
         raise SimulationError(f"{path}: not readable as instance profiles: {error}") from None
+
+
+def load_profiles(path: Path = PROFILES_PATH) -> dict[str, InstanceProfile]:
+    """Every measured type's profile."""
+    return {kind: load_profile(kind, path) for kind in _read(path)}
 
 
 def load_profile(instance_type: str, path: Path = PROFILES_PATH) -> InstanceProfile:
