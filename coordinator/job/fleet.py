@@ -113,16 +113,16 @@ class Fleet:
         instance_profile_arn: str | None = None,
         instance_types: list[str] | None = None,
         price: Callable[[str, str], float] | None = None,
+        zone_price: Callable[[str, str, str], float | None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`versions`: market -> the template version to launch (the one the pre-flight checked; EC2's
-        default without); `instance_types`, `price(market, type)`: the job's capacity pools (`pools.py`);
-        `clock`: the job's (cloud seconds in the simulator), when a refusal is forgotten."""
-        self.ec2 = ec2
-        self.templates = templates
-        self.versions = versions or {}
-        self.pools = CapacityPools(subnets or {}, instance_types=instance_types, price=price, clock=clock)
+        default without); the job's capacity pools (`pools.py`) from `subnets` to `clock`."""
+        self.ec2, self.templates, self.versions = ec2, templates, versions or {}
+        self.pools = CapacityPools(
+            subnets or {}, instance_types=instance_types, price=price, zone_price=zone_price, clock=clock
+        )
         self.instance_profile_arn = instance_profile_arn
         self.sleep = sleep
         self.api_retries = 0  # calls botocore made again (throttling, 5xx), for the run's log

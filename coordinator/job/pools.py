@@ -2,10 +2,11 @@
 
 A pool is (instance type, zone): EC2's unit of spot capacity. The stack gives a subnet per zone; the job
 gives its instance types (one by default: the launch template's) and their prices. A segment's launch
-tries the pools cheapest first by the market's price of the type (the zones of one type in an order
-rotated by the segment, stable, so that one zone's reclaim does not take every segment at once), as EC2
-Fleet's price-capacity-optimized strategy prefers the cheapest pools that have capacity. A pool that
-refused capacity, or whose instance had a rebalance recommendation, is tried last for
+tries the pools cheapest first, as EC2 Fleet's price-capacity-optimized strategy prefers the cheapest
+pools that have capacity: by the zone's own price where it is known (spot, through the account's
+zone-ID mapping: `cost/zone_prices.py`), else by the market's price of the type; pools of one price in
+an order rotated by the segment, stable, so that one zone's reclaim does not take every segment at
+once. A pool that refused capacity, or whose instance had a rebalance recommendation, is tried last for
 `REFUSAL_MEMORY_SECONDS` (Karpenter keeps an unavailable offering out for three minutes), so the next
 launches go straight to the pools that may have some.
 
@@ -52,13 +53,16 @@ class CapacityPools:
         *,
         instance_types: list[str] | None = None,
         price: Callable[[str, str], float] | None = None,
+        zone_price: Callable[[str, str, str], float | None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`instance_types` None or empty: the template's type only. `price(market, type)`: USD an hour
-        (None: the types in the order given). `clock`: the job's (cloud seconds in the simulator)."""
+        (None: the types in the order given); `zone_price(market, type, zone)`: the zone's own, where
+        known (None: the type's). `clock`: the job's (cloud seconds in the simulator)."""
         self.subnets = dict(sorted(subnets.items()))  # zone -> subnet, in zone order
         self.instance_types = list(instance_types or [""])
         self.price = price
+        self.zone_price = zone_price
         self.clock = clock
         self.refused_until: dict[tuple[str, str, str], float] = {}  # (market, type, zone) -> last until
 
@@ -80,15 +84,18 @@ class CapacityPools:
         return sorted(rotated, key=lambda pair: self._refused(market, instance_type, pair[0], now))
 
     def order(self, segment_id: str, market: str) -> list[Pool]:
-        """Every pool for a launch of `market`: the ones not refused recently first, cheapest type first,
-        ties in the job's order of types; each type's zones in the segment's rotation."""
+        """Every pool for a launch of `market`: the ones not refused recently first, cheapest first (the
+        zone's price, else the type's), ties in the job's order of types, then in the segment's rotation
+        of zones."""
         now = self.clock()
         ranked = []
         for rank, kind in enumerate(self.instance_types):
             price = self.price(market, kind) if self.price is not None else 0.0
             for position, (zone, subnet) in enumerate(self.zones_for(segment_id) or [("", "")]):
                 refused = self._refused(market, kind, zone, now)
-                ranked.append(((refused, price, rank, position), Pool(kind, zone, subnet)))
+                own = self.zone_price(market, kind, zone) if self.zone_price is not None else None
+                key = (refused, price if own is None else own, rank, position)
+                ranked.append((key, Pool(kind, zone, subnet)))
         return [pool for _, pool in sorted(ranked)]
 
     def _refused(self, market: str, instance_type: str, zone: str, now: float) -> bool:

@@ -35,6 +35,7 @@ from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.job_quotes import JobQuotes
 from coordinator.cost.ledger import summarize_job, write_ledger
 from coordinator.cost.pricing import PriceQuote, PriceTable
+from coordinator.cost.zone_prices import ZonePrices
 from coordinator.errors import JobInterrupted, StackOutputsError
 from coordinator.job.attempt_records import UsageRecorder
 from coordinator.job.controller import INTERRUPTED, Controller, JobOutcome
@@ -213,15 +214,18 @@ def _fleet(
     cloud: CloudTarget, instance_profile_arn: str, clock: CloudClock, spec: JobSpec, quotes: JobQuotes
 ) -> Fleet:
     """The job's fleet: its pools are the stack's zones times the job's types (the template's type, not
-    overridden, when the job names none)."""
+    overridden, when the job names none), each zone priced by its zone ID."""
+    subnets = cloud.stack.subnet_ids
+    zones = ZonePrices.for_zones(PriceTable.load(), cloud.ec2, region=spec.region, zones=list(subnets))
     return Fleet(
         cloud.ec2,
         templates=cloud.stack.launch_template_ids,
         versions={market: cloud.stack.template_version(market) for market in cloud.stack.launch_template_ids},
-        subnets=cloud.stack.subnet_ids,
+        subnets=subnets,
         instance_profile_arn=instance_profile_arn,
         instance_types=list(spec.instance_types) or None,
         price=lambda market, kind: quotes.of(market, kind).rate_usd_per_hour,
+        zone_price=lambda market, kind, zone: zones.of(market, kind or spec.instance_type, zone),
         clock=clock.now,  # a zone's capacity refusal is remembered in the job's (cloud) seconds
     )
 

@@ -27,6 +27,7 @@ import pytest
 
 from coordinator.build.worker_image import IMAGE_MODEL_DIR
 from coordinator.cost.pricing import PriceTable
+from coordinator.cost.zone_prices import ZonePrices
 from coordinator.job.instances import InstanceInfo, alive_ids, list_instances
 from coordinator.job.spec import CloudClock
 from coordinator.sim.emulator_stack import Infrastructure
@@ -719,8 +720,22 @@ def test_a_spot_launch_tries_the_cheapest_type_first_and_moves_to_the_next_pool_
     stack: Infrastructure, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
 ) -> None:
     """Two types: c6i.xlarge's spot is cheaper than c7i.xlarge's in the table; it has no capacity in any
-    zone, so the launch lands on c7i.xlarge, and the attempt is priced at c7i.xlarge's spot rate."""
-    zones = len(stack.stack.subnet_ids)
+    zone, so the launch lands on c7i.xlarge, and the attempt is priced at c7i.xlarge's spot rate. The pools
+    are tried by each zone's own price (the emulator's zone IDs): every c6i.xlarge zone cheaper than the
+    cheapest c7i.xlarge zone refuses first."""
+    subnets = list(stack.stack.subnet_ids)
+    prices = ZonePrices.for_zones(
+        PriceTable.load(), stack.target.client("ec2"), region="us-east-1", zones=subnets
+    )
+    table = PriceTable.load()
+
+    def price(kind: str, zone: str) -> float:
+        own = prices.of("spot", kind, zone)
+        return own if own is not None else table.quote("aws", "us-east-1", kind, "spot").rate_usd_per_hour
+
+    cheapest_c7i = min(price("c7i.xlarge", z) for z in subnets)
+    zones = sum(price("c6i.xlarge", z) < cheapest_c7i for z in subnets)
+    assert zones >= 1  # the case needs at least one refusal
     faults = (FaultRule("RunInstances", "InsufficientInstanceCapacity", instance_type="c6i.xlarge"),)
     config = settings(
         tmp_path,

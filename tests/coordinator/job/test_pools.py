@@ -42,3 +42,24 @@ def test_without_types_the_pools_are_the_templates_type_in_each_zone() -> None:
     pools.avoid("spot", "c7i.xlarge", "us-east-1a")  # a described instance's type: the template's pools
     assert pools.order("seg-0000", "spot")[-1].zone == "us-east-1a"
     assert CapacityPools({}).order("seg-0000", "spot") == [Pool("", "", "")]  # the default subnet
+
+
+def test_a_zones_own_price_orders_the_pools_across_types_and_ties_keep_the_rotation() -> None:
+    own = {("c7i.xlarge", "us-east-1b"): 0.03, ("m7i.xlarge", "us-east-1a"): 0.09}
+
+    def zone_price(market: str, kind: str, zone: str) -> float | None:
+        return own.get((kind, zone)) if market == "spot" else None
+
+    pools = CapacityPools(
+        SUBNETS, instance_types=["c7i.xlarge", "m7i.xlarge"], price=price, zone_price=zone_price
+    )
+    # c7i in us-east-1b at $0.03, then m7i's unpriced zone at its type's $0.05, c7i's other at $0.07, m7i 1a
+    assert [(p.instance_type, p.zone) for p in pools.order("seg-0003", "spot")] == [
+        ("c7i.xlarge", "us-east-1b"),
+        ("m7i.xlarge", "us-east-1b"),
+        ("c7i.xlarge", "us-east-1a"),
+        ("m7i.xlarge", "us-east-1a"),
+    ]
+    # on-demand has no zone price: each segment's rotation spreads it as before
+    firsts = {pools.order(f"seg-{n:04d}", "on-demand")[0].zone for n in range(8)}
+    assert firsts == set(SUBNETS)
