@@ -50,7 +50,12 @@ class ForkDaemon:
                 raise RuntimeError(f"machine {machine} powered off")
             home = self.log_dir / "machines" / machine
             env = container_env(
-                self.image, request, home=str(home), hostname=machine, ready_at=instance.ready_at
+                self.image,
+                request,
+                home=str(home),
+                hostname=machine,
+                ready_at=instance.ready_at,
+                instance_type=instance.instance_type,
             )
             worker = self.launcher.start(env, log_path)
             instance.worker = worker

@@ -153,13 +153,13 @@ class InstanceRuntime(Background):
             with self.lock:
                 known = self.instances.get(instance_id)
             if known is None and info.state == "running":  # EC2 boots whatever was launched
-                self._start(instance_id, info.tags)
+                self._start(instance_id, info.tags, info.instance_type)
             elif known is not None and not known.gone and not info.alive:
                 threading.Thread(target=self._power_off, args=(known, False), daemon=True).start()
 
-    def _start(self, instance_id: str, tags: dict[str, str]) -> None:
+    def _start(self, instance_id: str, tags: dict[str, str], instance_type: str = "") -> None:
         """Known at once (never booted twice), booted in its own thread: machines boot side by side."""
-        instance = SimulatedInstance(instance_id, tags, time.time(), None)
+        instance = SimulatedInstance(instance_id, tags, time.time(), None, instance_type=instance_type)
         if self.launch_seconds is not None:
             launched = (self.launched_at(instance_id) if self.launched_at else None) or instance.booted_at
             instance.ready_at = launched + self.clock.wall(self.launch_seconds(tags))

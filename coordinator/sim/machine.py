@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from coordinator.sim.image import IMAGE_ENV, MANIFEST_TYPE
 from coordinator.sim.lifeline import wait_for_group
-from coordinator.sim.paced_worker import PACE_REPORT_ENV, READY_AT_ENV
+from coordinator.sim.paced_worker import PACE_ENV, PACE_REPORT_ENV, READY_AT_ENV
 from coordinator.sim.standins import MACHINE_ENV, SOCKET_ENV
 from coordinator.stack.target import AwsTarget
 
@@ -49,6 +49,8 @@ class MachineImage:
     files: dict[str, str]  # a path in the image -> the path on this host that stands for it
     threads: int = 1  # each simulated machine gets a share of the host's cores, not all of them
     extra_env: dict[str, str] = field(default_factory=dict)
+    # instance type -> the worker's pace on a machine of that type (`paced_worker.PACE_ENV`), over extra_env's
+    pace_by_type: dict[str, str] = field(default_factory=dict)
 
 
 def _mapped(value: str, files: dict[str, str]) -> str:
@@ -59,7 +61,13 @@ def _mapped(value: str, files: dict[str, str]) -> str:
 
 
 def container_env(
-    image: MachineImage, request: dict[str, Any], *, home: str, hostname: str, ready_at: float | None = None
+    image: MachineImage,
+    request: dict[str, Any],
+    *,
+    home: str,
+    hostname: str,
+    ready_at: float | None = None,
+    instance_type: str = "",
 ) -> dict[str, str]:
     """The worker's environment: what Docker sets (PATH, HOME, HOSTNAME), the image's ENV, then the `-e`
     values; nothing else of this host's (no credentials: the worker finds the role's through the
@@ -71,6 +79,8 @@ def container_env(
         "HOSTNAME": hostname,
     }
     paced = {READY_AT_ENV: f"{ready_at:.3f}", PACE_REPORT_ENV: f"{home}/{PACE_REPORT}"} if ready_at else {}
+    if instance_type in image.pace_by_type:  # the machine works at its own type's speed
+        paced[PACE_ENV] = image.pace_by_type[instance_type]
     return {**docker, **IMAGE_ENV, THREADS_ENV: str(image.threads), **given, **image.extra_env, **paced}
 
 
@@ -89,6 +99,7 @@ class SimulatedInstance:
     shutdowns: list[float] = field(default_factory=list)  # `shutdown` calls, minutes from then (0: now)
     gone: bool = False
     ready_at: float | None = None  # wall clock: the end of its modelled launch, when its worker may start
+    instance_type: str = ""  # EC2's answer: which pool it landed in
 
 
 def stop_processes(instance: SimulatedInstance, *, hard: bool, grace: float) -> None:

@@ -166,6 +166,7 @@ def _runtime(lab: Lab, run_dir: Path, clock: CloudClock, job_id: str) -> Instanc
         MachineImage(
             files={IMAGE_MODEL_DIR: str(settings.model.resolve())},
             extra_env=settings.machine_env(),
+            pace_by_type=settings.pace_by_type(),
         ),
         imds=lab.imds,
         log_dir=run_dir / "workers",

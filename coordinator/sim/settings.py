@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coordinator.errors import SimulationError
 from coordinator.job.fleet import EC2_MAX_ATTEMPTS
 from coordinator.job.runner import RunResult
 from coordinator.plan.profiles import InstanceProfile, load_profile
+from coordinator.plan.throughput import Throughputs
 from coordinator.policies.deadline import DEFAULT_RESERVE_HOURS
 from coordinator.sim.fault_proxy import FaultRule
 from coordinator.sim.injector import RandomInterruptions
@@ -51,8 +53,8 @@ class SimulationSettings:
         default_factory=lambda: {"on-demand": 3, "spot-only": 8, "hybrid": 8, "deadline": 8}
     )
     instance_type: str = DEFAULT_INSTANCE_TYPE  # the stack's; priced from the table in the emulator's region
-    # the jobs' capacity pools' types (`spotbatch run --instance-types`); () the stack's. Every simulated
-    # instance works at `instance_type`'s speed profile whatever its type
+    # the jobs' capacity pools' types (`spotbatch run --instance-types`); () the stack's. Each simulated
+    # instance works at its own type's speed (`plan/throughput.py`); the coordinator plans with the stack's
     instance_types: tuple[str, ...] = ()
     rows: int = 6_000
     segments: int = 10
@@ -137,6 +139,19 @@ class SimulationSettings:
             wall = self.stall_seconds / self.time_scale
             env[STALL_ENV] = f"{self.stall_share} {wall:.3f} {after} {self.seed}"
         return env
+
+    def pace_by_type(self) -> dict[str, str]:
+        """Each of the jobs' types at its own speed, in this host's rows per wall second: measured,
+        scaled or published (`plan/throughput.py`); a type with no figure cannot be simulated."""
+        if not self.paced:
+            return {}
+        figures, paces = Throughputs.load(), {}
+        for kind in self.instance_types or (self.instance_type,):
+            figure = figures.of(kind)
+            if figure is None:
+                raise SimulationError(f"{kind}: no speed to simulate it at: {figures.why_not(kind)}")
+            paces[kind] = f"{self.time_scale * figure.rows_per_second / self.row_weight / self.slowdown:.4f}"
+        return paces
 
     def workload(self) -> SimulatedWorkload:
         return SimulatedWorkload(load_profile(self.instance_type), self.row_weight, self.time_scale)

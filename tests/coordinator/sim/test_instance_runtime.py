@@ -6,6 +6,7 @@ lifetime is 3 wall seconds (at 6, an unloaded host could finish the worker's 1,5
 from __future__ import annotations
 
 import base64
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -146,3 +147,65 @@ def test_a_machine_that_outlives_its_lifetime_is_shut_down_with_its_worker(
     assert machine.killed in ("SIGTERM", "SIGKILL"), "the worker finished before the lifetime: use more rows"
     assert DEFAULT_MAX_LIFETIME_SECONDS / SCALE <= took < DEFAULT_MAX_LIFETIME_SECONDS / SCALE + 30
     assert runtime.errors == []
+
+
+def test_each_machine_is_paced_at_its_own_instance_types_speed(
+    deployed_stack: Infrastructure,
+    job: tuple[str, str],
+    busy_model_dir: Path,
+    sentences_parquet: Path,
+    tmp_path: Path,
+) -> None:
+    """Two types in one job: the machine EC2 ran as a c7i.2xlarge works at that type's pace, the other at
+    c7i.xlarge's (each worker's pace report says the pace it kept)."""
+    job_id, profile = job
+    stack = deployed_stack.stack
+    upload_dataset(deployed_stack.target.client("s3"), stack.bucket, sentences_parquet, 1_500)
+    paces = {"c7i.xlarge": "40.0000", "c7i.2xlarge": "80.0000"}
+    image = MachineImage(files={IMAGE_MODEL_DIR: str(busy_model_dir)}, pace_by_type=paces)
+    ec2 = deployed_stack.target.client("ec2")
+    launched = {}
+    with (
+        MetadataServer() as imds,
+        InstanceRuntime(
+            deployed_stack.target,
+            image,
+            imds=imds,
+            log_dir=tmp_path / "machines",
+            clock=CloudClock(scale=SCALE),
+            job_id=job_id,
+            poll_every=0.2,
+            launch_seconds=lambda tags: 0.0,  # ready at once: the pace report is written from the start
+        ) as runtime,
+    ):
+        for number, kind in enumerate(paces):
+            segment = f"seg-{number:04d}"
+            request = LaunchRequest(
+                job_id=job_id,
+                segment_id=segment,
+                attempt_id=f"{job_id}/{segment}/1",
+                market="on-demand",
+                start=0,
+                stop=1_500,
+                input_key=DATASET_KEY,
+            )
+            instance_id = ec2.run_instances(
+                LaunchTemplate={"LaunchTemplateId": stack.launch_template_ids["on-demand"]},
+                InstanceType=kind,
+                MinCount=1,
+                MaxCount=1,
+                SubnetId=next(iter(stack.subnet_ids.values())),
+                IamInstanceProfile={"Arn": profile},
+                TagSpecifications=[
+                    {
+                        "ResourceType": "instance",
+                        "Tags": [{"Key": k, "Value": v} for k, v in tags_for(request).items()],
+                    }
+                ],
+            )["Instances"][0]["InstanceId"]
+            launched[instance_id] = kind
+        for instance_id in launched:
+            wait_until_gone(ec2, runtime, instance_id, timeout=60)
+    for instance_id, kind in launched.items():
+        report = json.loads((tmp_path / "machines" / "machines" / instance_id / "pace.json").read_text())
+        assert report["rows_per_second"] == float(paces[kind]), kind

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.errors import SimulationError
+from coordinator.sim.machine import MachineImage, container_env
 from coordinator.sim.pace import Pace
 from coordinator.sim.paced_worker import PACE_ENV, PACE_REPORT_ENV, READY_AT_ENV, STALL_ENV, PaceHook, Stall
 from coordinator.sim.settings import SimulationSettings
@@ -62,3 +64,24 @@ def test_the_settings_tell_each_machine_its_slowdown_and_its_stalls(tmp_path: Pa
     )
     assert slow.machine_env()[STALL_ENV] == "0.3 60.000 200 0"  # 900 cloud s at scale 15, a third of 600 rows
     assert replace(slow, paced=False).machine_env() == {}
+
+
+def test_each_machine_works_at_its_own_types_speed(tmp_path: Path) -> None:
+    """Two types in one job: a c7i.2xlarge (its figure scaled 2x from the measured c7i.xlarge) is paced
+    twice as fast; a type the image lists no pace for keeps the stack type's."""
+    settings = SimulationSettings(
+        out_dir=tmp_path, model=tmp_path, dataset=tmp_path, instance_types=("c7i.xlarge", "c7i.2xlarge")
+    )
+    paces = settings.pace_by_type()
+    assert float(paces["c7i.2xlarge"]) == pytest.approx(2 * float(paces["c7i.xlarge"]), rel=1e-3)
+    assert paces["c7i.xlarge"] == settings.machine_env()[PACE_ENV]
+    image = MachineImage(files={}, extra_env=settings.machine_env(), pace_by_type=paces)
+
+    def pace_of(kind: str) -> str:
+        return container_env(image, {"env": {}}, home=str(tmp_path), hostname="m", instance_type=kind)[
+            PACE_ENV
+        ]
+
+    assert pace_of("c7i.2xlarge") == paces["c7i.2xlarge"] and pace_of("m7i.xlarge") == paces["c7i.xlarge"]
+    with pytest.raises(SimulationError, match=r"g5\.xlarge: no speed to simulate it at"):
+        replace(settings, instance_types=("g5.xlarge",)).pace_by_type()
