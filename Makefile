@@ -110,8 +110,8 @@ REAL_TARGET = $(if $(ENDPOINT),--endpoint "$(ENDPOINT)")
 REAL_OVERRIDE = $(if $(OVERRIDE),--override "$(OVERRIDE)")
 REAL_PRICES = $(if $(ENDPOINT),--override "price-of-the-day=an emulator has no price API: the table's prices",--live-prices)
 
-apply-real: setup  ## AWS: pre-flight, plan, CONFIRM=yes (or type yes), apply; BUCKET=<new name> the first time [INSTANCE_TYPE= REGION= OVERRIDE=]
-	$(SPOTBATCH) infra apply-real $(REAL_TARGET) $(REAL_PRICES) $(REAL_OVERRIDE) $(if $(BUCKET),--bucket-name "$(BUCKET)") $(if $(INSTANCE_TYPE),--instance-type "$(INSTANCE_TYPE)") $(if $(REGION),--region "$(REGION)")
+apply-real: setup  ## AWS: pre-flight, plan, CONFIRM=yes (or type yes), apply; BUCKET=<new name> the first time [INSTANCE_TYPE= REGION= OVERRIDE= PLAN=plan.json]
+	$(SPOTBATCH) infra apply-real $(REAL_TARGET) $(REAL_PRICES) $(REAL_OVERRIDE) $(if $(BUCKET),--bucket-name "$(BUCKET)") $(if $(INSTANCE_TYPE),--instance-type "$(INSTANCE_TYPE)") $(if $(REGION),--region "$(REGION)") $(if $(PLAN),--plan "$(PLAN)")
 
 image: model  ## the worker image for the instance type (CPU or CUDA), linux/amd64, with Docker or else podman [INSTANCE_TYPE= BASE_IMAGE=debian: no registry here]
 	$(SPOTBATCH) image build $(if $(INSTANCE_TYPE),--instance-type "$(INSTANCE_TYPE)") $(if $(BASE_IMAGE),--base-image "$(BASE_IMAGE)")
@@ -119,9 +119,9 @@ image: model  ## the worker image for the instance type (CPU or CUDA), linux/amd
 image-push: setup  ## push the image to the stack's ECR with your credentials; then `make apply-real` again
 	$(SPOTBATCH) image push $(REAL_TARGET)
 
-run-real: setup  ## AWS: upload INPUT=file.parquet, run the job on the stack, print the ledger [SEGMENTS= POLICY= OVERRIDE=]
-	@test -n "$(INPUT)" || { echo "usage: make run-real INPUT=file.parquet [SEGMENTS=10] [POLICY=hybrid]" >&2; exit 2; }
-	$(SPOTBATCH) run $(REAL_TARGET) $(REAL_PRICES) $(REAL_OVERRIDE) --input "$(INPUT)" $(if $(SEGMENTS),--segments "$(SEGMENTS)") $(if $(POLICY),--policy "$(POLICY)")
+run-real: setup  ## AWS: upload INPUT=file.parquet, run the job on the stack, print the ledger [SEGMENTS= POLICY= OVERRIDE= PLAN=plan.json]
+	@test -n "$(INPUT)" || { echo "usage: make run-real INPUT=file.parquet [SEGMENTS=10] [POLICY=hybrid] [PLAN=plan.json]" >&2; exit 2; }
+	$(SPOTBATCH) run $(REAL_TARGET) $(REAL_PRICES) $(REAL_OVERRIDE) --input "$(INPUT)" $(if $(SEGMENTS),--segments "$(SEGMENTS)") $(if $(POLICY),--policy "$(POLICY)") $(if $(PLAN),--plan "$(PLAN)")
 
 destroy-real: setup  ## AWS: destroy the stack (needs only its state); DELETE_DATA=1 also deletes outputs and images
 	$(SPOTBATCH) infra destroy-real $(if $(DELETE_DATA),--delete-data)

@@ -38,6 +38,9 @@ def add_parser(commands: Subcommands) -> None:
         "apply-real", help="pre-flight, terraform plan -out, confirmation, apply of that plan"
     )
     apply.add_argument("--bucket-name", help="the job bucket (needed the first time; then the saved one)")
+    apply.add_argument(
+        "--plan", type=Path, help="`spotbatch plan --json`'s: its cheapest pool's region and type"
+    )
     add_target_options(
         apply,
         instance_type=f"default {DEFAULT_INSTANCE_TYPE} (or the saved one)",
@@ -125,6 +128,11 @@ def apply_real_command(args: argparse.Namespace) -> int:
     )
     from coordinator.stack.deployment import Deployment, saved_region
 
+    if args.plan is not None:  # the plan's cheapest pool: its region and type, where no flag says
+        from coordinator.commands.run_plan import first_pool
+
+        region, kind = first_pool(args.plan)
+        args.region, args.instance_type = args.region or region, args.instance_type or kind
     state_dir = state_dir_of(args)
     target = AwsTarget.chosen(args.region or saved_region(state_dir), args.endpoint)
     deployment = Deployment(state_dir, target)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from coordinator.commands.options import Subcommands, add_budget_options, add_target_options, budget_guard
+from coordinator.commands.run_plan import DEFAULT_PLANNED_ROWS_PER_S
 from coordinator.errors import BudgetConfigError, ConfigError, RunStorageError
 from coordinator.job.launch_contract import WorkerTuning
 from coordinator.job.spec import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
@@ -51,7 +52,12 @@ def add_parser(commands: Subcommands) -> None:
     run.add_argument("--id-column", default="id", help="--input's id column (missing or '': row numbers)")
     run.add_argument("--job-id", help="default: the input's name and the time (UTC)")
     run.add_argument("--run-dir", type=Path, help="default runs/<job id>")
-    run.add_argument("--segments", type=positive_int, default=10, help="at most the row count (default 10)")
+    run.add_argument(
+        "--segments", type=positive_int, help="at most the row count (default 10, or the plan's)"
+    )
+    run.add_argument(
+        "--plan", type=Path, help="`spotbatch plan --json`'s choice: types, segments, checkpoints"
+    )
     run.add_argument(
         "--policy",
         default="hybrid",
@@ -89,7 +95,12 @@ def add_parser(commands: Subcommands) -> None:
     )
     no_events = "ignore the stack's EC2 events queue: see interruptions by heartbeats and listings only"
     run.add_argument("--no-events", dest="use_events", action="store_false", help=no_events)
-    run.add_argument("--planned-rows-per-s", type=float, default=50.0, help="for the first budget estimates")
+    run.add_argument(
+        "--planned-rows-per-s",
+        type=float,
+        default=DEFAULT_PLANNED_ROWS_PER_S,
+        help="for the first budget estimates (the plan's type's, with --plan)",
+    )
     add_worker_options(run)
     add_budget_options(run)
     run.set_defaults(handler=run_command)
@@ -122,6 +133,10 @@ def run_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--job-id {job_id!r}: 1-48 letters, digits, '.', '_' or '-', starting alphanumeric"
         )
+    if args.plan is not None:
+        from coordinator.commands.run_plan import apply_plan
+
+        apply_plan(args, stack.region, rows)
     spec = _spec(args, job_id, key, rows, stack)
     quotes = quotes_for_run(args, cloud, spec)
     preflight_for_run(args, cloud, spec, quotes, guard)
@@ -154,6 +169,9 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"FAILED {segment}: {why}", file=sys.stderr)
         return 1
     return 0
+
+
+DEFAULT_SEGMENTS = 10
 
 
 def default_job_id(source: Path) -> str:
@@ -210,7 +228,7 @@ def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: Sta
         job_id=job_id,
         input_key=key,
         rows=rows,
-        segments=min(args.segments, rows),  # a segment is at least a row
+        segments=min(args.segments or DEFAULT_SEGMENTS, rows),  # a segment is at least a row
         policy=args.policy,
         policy_options=options,
         region=stack.region,

@@ -1,0 +1,63 @@
+"""`spotbatch run --plan`: the run takes the plan's types, sizing and speed in the stack's region, flags given
+win, and a plan for another region or another job is refused in one line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from coordinator.cli import build_parser
+from coordinator.commands.plan import to_json
+from coordinator.commands.run import DEFAULT_SEGMENTS
+from coordinator.commands.run_plan import apply_plan, first_pool, read_plan
+from coordinator.errors import ConfigError
+from coordinator.plan.planner import Job, make_plan
+from tests.coordinator.plan.test_planner import EXACT_BOOT, FIGURES, TABLE
+
+
+@pytest.fixture
+def plan_file(tmp_path: Path) -> Path:
+    plan = make_plan(
+        Job(rows=90_000, input_bytes=1, probability=0.0, boot=EXACT_BOOT), TABLE, FIGURES, samples=20
+    )
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(to_json(plan)))
+    return path
+
+
+def run_args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["run", "--input-key", "data/x.parquet", *argv])
+
+
+def test_the_run_takes_the_plans_choices_in_the_stacks_region(plan_file: Path) -> None:
+    chosen = read_plan(plan_file, region="us-east-1", rows=90_000)
+    assert chosen.instance_types == ("c7i.xlarge",) and chosen.segments == 1
+    assert chosen.rows_per_second == 100.0 and chosen.policy == "spot-only"
+    args = run_args("--plan", str(plan_file))
+    apply_plan(args, "us-east-1", 90_000)
+    assert (args.segments, args.instance_types, args.planned_rows_per_s) == (1, "c7i.xlarge", 100.0)
+    assert args.checkpoint_every == chosen.checkpoint_every
+    given = run_args("--plan", str(plan_file), "--segments", "4", "--checkpoint-every", "7")
+    apply_plan(given, "us-east-1", 90_000)
+    assert (given.segments, given.checkpoint_every) == (4, 7)  # the command line wins
+    assert run_args().segments is None and DEFAULT_SEGMENTS == 10  # without a plan: 10, as before
+    assert first_pool(plan_file) == ("us-east-1", "c7i.xlarge")  # what `make apply-real PLAN=` applies
+
+
+def test_a_plan_for_another_region_or_job_is_refused_by_name(plan_file: Path, tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError, match=r"the stack in ap-south-1: apply the stack there \(make apply-real"
+    ):
+        read_plan(plan_file, region="ap-south-1", rows=90_000)
+    with pytest.raises(ConfigError, match="made for 90,000 rows; this job has 5: plan it again"):
+        read_plan(plan_file, region="us-east-1", rows=5)
+    for bad in (b"{", b"[]", b'{"job": {"rows": 90000}}', b"\xff"):
+        broken = tmp_path / "broken.json"
+        broken.write_bytes(bad)
+        with pytest.raises(ConfigError, match="not a plan of `spotbatch plan --json`"):
+            read_plan(broken, region="us-east-1", rows=90_000)
+    with pytest.raises(ConfigError, match="No such file"):
+        read_plan(tmp_path / "none.json", region="us-east-1", rows=90_000)
