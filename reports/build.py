@@ -17,6 +17,7 @@ from pathlib import Path
 
 from reports.blocks import Block, money
 from reports.charts import draw_all, pick_timeline_run
+from reports.distorted import with_distorted
 from reports.explain import first_principles_blocks, prediction_blocks
 from reports.runs import RunsFolder, load_runs
 from reports.tables import RELIABILITY_TARGET_PCT, SAVINGS_TARGET_PCT, ConfigRow, conclusions, config_rows
@@ -32,7 +33,7 @@ def results_table(rows: list[ConfigRow]) -> Block:
         "configuration",
         "runs",
         "time mean / median / p90 (cloud min)",
-        "cost per run mean (sd; min-max)",
+        "cost per run mean (95% interval of the mean; sd; min-max)",
         "cost per 1,000 rows",
         "interruptions per run",
         "rows redone",
@@ -48,7 +49,8 @@ def results_table(rows: list[ConfigRow]) -> Block:
             r.configuration,
             str(r.runs),
             f"{r.minutes_mean:.1f} / {r.minutes_median:.1f} / {r.minutes_p90:.1f}",
-            f"{money(r.cost_mean)} ({money(r.cost_stdev)}; {money(r.cost_min)}-{money(r.cost_max)})",
+            f"{money(r.cost_mean)} (95%: {money(r.cost_ci95[0])}-{money(r.cost_ci95[1])}; sd "
+            f"{money(r.cost_stdev)}; {money(r.cost_min)}-{money(r.cost_max)})",
             money(r.cost_per_1000_rows),
             f"{r.interruptions_per_run:.1f}",
             f"{r.rows_redone:,}",
@@ -76,7 +78,7 @@ def _prices(folder: RunsFolder) -> list[str]:
 
 def blocks(folder: RunsFolder, charts: dict[str, Path]) -> list[Block]:
     rows = config_rows(folder)
-    out = [*_introduction(folder), *_results(rows), *prediction_blocks(folder)]
+    out = [*_introduction(folder), *_results(rows), *with_distorted(folder), *prediction_blocks(folder)]
     out += [*first_principles_blocks(folder, rows), *_charts(folder, charts)]
     out += [
         Block("heading", "Conclusions"),

@@ -49,6 +49,8 @@ class ConfigRow:
     own_work_savings_pct: float = 0.0
     cpu_percent: float | None = None  # the workers' CPU (CloudWatch), runs' averages weighted by billed time
     memory_mb: float | None = None  # the largest worker memory any run saw
+    cost_ci95: tuple[float, float] = (math.nan, math.nan)  # the mean cost's 95% interval
+    distorted: int = 0  # runs counted here whose workers fell behind their pace
 
     @property
     def reliability_pct(self) -> float:
@@ -86,6 +88,8 @@ def config_row(configuration: str, runs: list[Run], on_demand_mean: float | None
         own_work_savings_pct=statistics.mean(r.summary.savings_pct for r in runs),
         cpu_percent=_weighted_cpu(runs),
         memory_mb=max((r.summary.memory_mb for r in runs if r.summary.memory_mb is not None), default=None),
+        cost_ci95=ci95(costs),
+        distorted=sum(r.distorted for r in runs),
     )
 
 
@@ -103,10 +107,37 @@ def _weighted_cpu(runs: list[Run]) -> float | None:
     )
 
 
-def config_rows(folder: RunsFolder) -> list[ConfigRow]:
-    on_demand = folder.of("on-demand")
+def config_rows(folder: RunsFolder, *, with_distorted: bool = False) -> list[ConfigRow]:
+    """One row per configuration, from the runs that can be trusted: a run whose workers fell behind their
+    pace measured this host, not the instance type, and is left out (`with_distorted` counts it: the line
+    below the headline). A configuration whose runs were all distorted keeps them, and says so."""
+    runs = {c: trusted(folder.of(c), with_distorted) for c in CONFIGURATIONS}
+    on_demand = runs["on-demand"]
     baseline = statistics.mean(r.cost_usd for r in on_demand) if on_demand else None
-    return [config_row(c, folder.of(c), baseline) for c in CONFIGURATIONS if folder.of(c)]
+    return [config_row(c, runs[c], baseline) for c in CONFIGURATIONS if runs[c]]
+
+
+def trusted(runs: list[Run], with_distorted: bool = False) -> list[Run]:
+    kept = [r for r in runs if with_distorted or not r.distorted]
+    return kept or runs
+
+
+def ci95(values: list[float]) -> tuple[float, float]:
+    """The mean's 95% interval (Student's t; a single run: the run itself)."""
+    mean = statistics.mean(values)
+    if len(values) < 2:
+        return mean, mean
+    half = _t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return mean - half, mean + half
+
+
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+
+
+def _t975(df: int) -> float:
+    if df in T975:
+        return T975[df]
+    return 2.086 if df <= 20 else 2.042 if df <= 30 else 1.96
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +186,7 @@ def conclusions(rows: list[ConfigRow], settings: dict[str, object] | None = None
         f"Recommended: **{best.configuration}** ({reason}): recommended spot share {share:.0%} of segments "
         f"starting on spot; {best.spot_share:.0%} of its billed hours were on spot."
     ]
+    lines += _overlap(best, pool)
     lines += _trade_off(rows)
     if best.savings_pct is not None:
         lines.append(
@@ -185,6 +217,22 @@ def conclusions(rows: list[ConfigRow], settings: dict[str, object] | None = None
             f"{r.segments_done}/{r.segments_total} segments), {verdict}."
         )
     return Conclusions(best.configuration, reason, best.savings_pct, savings_met, reliability_met, lines)
+
+
+def _overlap(best: ConfigRow, pool: list[ConfigRow]) -> list[str]:
+    """Whether the recommendation could be another draw's: its mean cost's 95% interval against the next."""
+    others = sorted((r for r in pool if r is not best), key=lambda r: r.cost_mean)
+    if not others:
+        return []
+    nxt, (low, high) = others[0], best.cost_ci95
+    interval = f"${low:.4f}-${high:.4f}"
+    if nxt.cost_ci95[0] <= high:
+        return [
+            f"Its mean cost's 95% interval ({interval}) overlaps {nxt.configuration}'s "
+            f"(${nxt.cost_ci95[0]:.4f}-${nxt.cost_ci95[1]:.4f}): on these runs the two cannot be told "
+            "apart; more runs would."
+        ]
+    return [f"Its mean cost's 95% interval ({interval}) is below {nxt.configuration}'s, the next cheapest."]
 
 
 def _trade_off(rows: list[ConfigRow]) -> list[str]:

@@ -213,7 +213,9 @@ def log_matrix_savings(settings: SimulationSettings, results: list[SimulatedRun]
     """Each run's savings against the on-demand runs' mean cost, the report's definition, added to its MLflow
     run once the matrix has its on-demand runs (the ledger's own figure compares with the run's own work at
     the on-demand price: `savings_vs_own_work_on_demand_pct`)."""
-    on_demand = [r.cost_usd for r in results if r.configuration == "on-demand"]
+    on_demand_runs = [r for r in results if r.configuration == "on-demand"]
+    kept = [r for r in on_demand_runs if not r.pace.get("distorted")] or on_demand_runs  # as the report
+    on_demand = [r.cost_usd for r in kept]
     if not on_demand:
         return
     from mlflow.tracking import MlflowClient

@@ -133,7 +133,7 @@ def one_run(
         running = sorted(runtime.running())
         raise SimulationError(f"{name}: machines still up after the run: {running}")
     pace = record_pace(run_dir, emulator_latency(lab.proxy.latencies))
-    mlflow_run_id = _log_to_mlflow(settings, result, config)
+    mlflow_run_id = _log_to_mlflow(settings, result, config, bool(pace.get("distorted")))
     lab.proxy.injected.clear()
     lab.proxy.latencies.clear()
     lab.proxy.launched.clear()
@@ -261,16 +261,19 @@ def _arm_faults(lab: Lab) -> None:
         lab.proxy.add(rule)
 
 
-def _log_to_mlflow(settings: SimulationSettings, result: RunResult, config: str) -> str:
+def _log_to_mlflow(settings: SimulationSettings, result: RunResult, config: str, distorted: bool) -> str:
+    """The run's ledger as an MLflow run, tagged `distorted` when its workers fell behind their pace (the
+    report leaves such runs out of its headline; so should a query of the experiment)."""
     if not settings.mlflow or result.ledger_path is None:
         return ""
     attempts, summary = read_ledger(result.ledger_path)
     if summary is None:
         return ""
-    return log_to_mlflow(
+    tracking_uri = default_tracking_uri(settings.out_dir.parent)
+    run_id = log_to_mlflow(
         summary,
         attempts,
-        tracking_uri=default_tracking_uri(settings.out_dir.parent),
+        tracking_uri=tracking_uri,
         experiment="spotbatch-simulate",
         params={
             "configuration": config,
@@ -279,3 +282,7 @@ def _log_to_mlflow(settings: SimulationSettings, result: RunResult, config: str)
         },
         ledger_path=result.ledger_path,
     )
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(tracking_uri=tracking_uri).set_tag(run_id, "distorted", str(distorted).lower())
+    return run_id

@@ -154,6 +154,25 @@ def test_two_builds_are_identical(runs_folder: Path, tmp_path: Path) -> None:
     )
 
 
+def test_distorted_runs_are_left_out_of_the_headline_and_counted_in_a_line_below(
+    runs_folder: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "simulate-copy"
+    shutil.copytree(runs_folder, copy)
+    record_path = copy / "hybrid-02" / "run.json"
+    record = json.loads(record_path.read_text())
+    record["pace"] = {**record.get("pace", {}), "distorted": True}
+    record_path.write_text(json.dumps(record))
+    report = build_report(copy, tmp_path / "out").markdown.read_text()
+    hybrid = next(line for line in report.splitlines() if line.startswith("| hybrid |"))
+    one = ledger_totals(copy / "hybrid-01")["total_cost_usd"]
+    assert hybrid.startswith("| hybrid | 1 |") and f"{money(one)} (95%: {money(one)}-{money(one)}" in hybrid
+    both = statistics.mean(ledger_totals(copy / f"hybrid-{i:02d}")["total_cost_usd"] for i in (1, 2))
+    assert "Left out of the figures above: 1 distorted run(s)" in report and "hybrid-02" in report
+    assert f"hybrid {money(both)}" in report.split("With them counted:", 1)[1]
+    assert "95% interval" in report.split("## Conclusions", 1)[1]  # the recommendation says how sure
+
+
 def test_missing_partial_and_corrupt_runs_are_named(runs_folder: Path, tmp_path: Path) -> None:
     copy = tmp_path / "simulate-copy"
     shutil.copytree(runs_folder, copy)

@@ -83,7 +83,23 @@ def test_simulate_quick_matrix_through_the_cli(
         run = json.loads((out / name / "run.json").read_text())
         assert run["segments_done"] == run["segments_total"] == 4 and run["rows_merged"] == 1500
         assert (out / name / "ledger.jsonl").is_file() and (out / name / "events.jsonl").is_file()
-    assert (tmp_path / "runs" / "mlflow.db").is_file()  # the ledger's MLflow runs
+    assert (
+        tmp_path / "runs" / "mlflow.db"
+    ).is_file()  # the ledger's MLflow runs, each tagged distorted or not
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'runs' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("spotbatch-simulate")
+    assert experiment is not None
+    tagged = {
+        r.data.params["run_folder"].rsplit("/", 1)[-1]: r.data.tags.get("distorted")
+        for r in client.search_runs([experiment.experiment_id])
+    }
+    for name, distorted in tagged.items():
+        assert (
+            distorted == str(json.loads((out / name / "run.json").read_text())["pace"]["distorted"]).lower()
+        )
+    assert len(tagged) == 4
     status = subprocess.run(
         [sys.executable, "-m", "coordinator", "status", str(out / "hybrid-01")],
         capture_output=True,
