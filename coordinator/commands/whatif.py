@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import time
 from dataclasses import asdict
@@ -134,6 +135,12 @@ def job_from(args: argparse.Namespace) -> WhatIfJob:
             "aws", region_of(args, offline=True), args.instance_type, market
         ).instance_usd_per_hour
 
+    spot, on_demand = price(args.spot_price, "spot"), price(args.on_demand_price, "on-demand")
+    if not (math.isfinite(spot) and math.isfinite(on_demand) and 0 < spot <= on_demand):
+        raise WhatIfError(
+            f"--spot-price {spot:g} / --on-demand-price {on_demand:g}: both positive, and spot at most "
+            "on-demand (EC2 caps a spot price at the on-demand price)"
+        )
     return WhatIfJob(
         work_seconds=round(work_hours * 3600),
         deadline_seconds=round(args.deadline_hours * 3600),
@@ -141,8 +148,8 @@ def job_from(args: argparse.Namespace) -> WhatIfJob:
         checkpoint_seconds=args.checkpoint_seconds,
         rebalance_lead_seconds=args.rebalance_lead_seconds,
         instances=args.instances,
-        spot_usd_per_hour=price(args.spot_price, "spot"),
-        on_demand_usd_per_hour=price(args.on_demand_price, "on-demand"),
+        spot_usd_per_hour=spot,
+        on_demand_usd_per_hour=on_demand,
     )
 
 
@@ -199,11 +206,12 @@ def whatif_command(args: argparse.Namespace) -> int:
         lines = [
             json.dumps(
                 {
+                    **asdict(r.outcome),
+                    "billed_usd": r.outcome.cost_usd,  # what the instances cost, finished or not
+                    "cost_usd": r.cost_usd,  # and the work left charged at on-demand: the printed cost
                     "policy": r.policy,
                     "window": r.window.source,
-                    "cost_usd": r.cost_usd,
                     "optimum_usd": r.optimum_usd,
-                    **asdict(r.outcome),
                 }
             )
             for r in results

@@ -52,8 +52,10 @@ class AvailabilityTrace:
             raise TraceError(f"{path}: not a trace {{metadata.gap_seconds, data[]}} ({error})") from None
         if not gap > 0:
             raise TraceError(f"{path}: metadata.gap_seconds must be positive, got {gap}")
-        if not isinstance(values, list) or not values or any(v not in (0, 1) for v in values):
-            bad = next((v for v in values if v not in (0, 1)), None) if isinstance(values, list) else values
+        if not isinstance(values, list) or not values or any(not _zero_or_one(v) for v in values):
+            bad = (
+                next((v for v in values if not _zero_or_one(v)), None) if isinstance(values, list) else values
+            )
             raise TraceError(f"{path}: data must be a non-empty list of 0/1, found {bad!r}")
         flip = one_means == "preempted"
         return cls(path.stem, gap, tuple(bool(v) != flip for v in values))
@@ -127,3 +129,8 @@ class RunLengths:
             values.extend([state] * length)
             state = not state
         return tuple(values[:ticks])
+
+
+def _zero_or_one(value: object) -> bool:
+    """0 or 1 as JSON integers: `true`/`false` (equal to 1 and 0 in Python) are not a trace's values."""
+    return type(value) is int and value in (0, 1)

@@ -50,6 +50,11 @@ def test_whatif_cli_on_a_fixture_trace(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == 5 * (len(DEFAULT_POLICIES) + 1)
     assert all(line["optimum_usd"] <= line["cost_usd"] + 1e-9 for line in lines if line["deadline_met"])
+    # the JSON's cost is the printed one: what the instances cost and, for a run that did not finish, the
+    # work left at on-demand (it used to be the outcome's bill alone: 0.728x in the JSON vs 0.763x printed)
+    for line in lines:
+        left = line["work_left_seconds"] / 3600 * on_demand
+        assert line["cost_usd"] == pytest.approx(line["billed_usd"] + left, rel=1e-6, abs=1e-9), line
 
     one = spotbatch(
         "--model",
@@ -105,8 +110,34 @@ def test_whatif_cli_on_a_fixture_trace(tmp_path: Path) -> None:
         ),
         ([*ONE_HOUR, "--rebalance-lead-seconds", "900"], "rebalance_lead_seconds=900 is longer than a tick"),
         ([*ONE_HOUR, "--rebalance-lead-seconds", "-1"], "rebalance_lead_seconds must be >= 0, got -1"),
+        (
+            [*ONE_HOUR, "--spot-price", "4", "--on-demand-price", "3"],
+            "--spot-price 4 / --on-demand-price 3: both positive, and spot at most on-demand",
+        ),
     ],
 )
 def test_whatif_cli_refuses_bad_input_by_name(args: list[str], message: str) -> None:
     result = spotbatch(*args)
     assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_the_json_cost_of_an_unfinished_run_charges_the_work_left_at_on_demand(tmp_path: Path) -> None:
+    """A zone with no spot capacity at all: spot-only never finishes; its JSON cost is its bill and the
+    work left at on-demand, as printed (the JSON gave the bill alone)."""
+    trace = tmp_path / "never.json"
+    trace.write_text(json.dumps({"metadata": {"gap_seconds": 300}, "data": [0] * 400}))
+    out = tmp_path / "runs.jsonl"
+    args = ["--trace", str(trace), "--work-hours", "1", "--deadline-hours", "2", "--runs", "1"]
+    prices = ["--spot-price", "1", "--on-demand-price", "3", "--policies", "spot-only"]
+    result = spotbatch(*args, *prices, "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    (line,) = [json.loads(text) for text in out.read_text().splitlines() if '"spot-only"' in text]
+    assert line["work_left_seconds"] == 3600 and line["cost_usd"] == pytest.approx(line["billed_usd"] + 3.0)
+
+
+def test_a_trace_of_true_and_false_is_refused_by_name(tmp_path: Path) -> None:
+    """`true` equals 1 in Python: a trace of JSON booleans passed as availability without a word."""
+    trace = tmp_path / "booleans.json"
+    trace.write_text(json.dumps({"metadata": {"gap_seconds": 300}, "data": [True, False] * 200}))
+    result = spotbatch("--trace", str(trace), "--work-hours", "1", "--deadline-hours", "2")
+    assert result.returncode == 2 and "data must be a non-empty list of 0/1, found True" in result.stderr
