@@ -1,7 +1,9 @@
 """The report's charts (matplotlib, Agg backend): titled, labelled with units, the same bytes for the same
 runs.
 
-cost_per_run.png     cost of every run by configuration (box + the runs as points)
+cost_per_run.png     cost of every run by configuration (box + the runs as points; a distorted run hollow),
+                     the headline mean with its 95% interval, the model's expectation, the cost of 60%
+                     savings and the price ceiling
 wall_time.png        time from the first launch to the last instance's end, by configuration
 hybrid_timeline.png  one hybrid run: each attempt as a bar (spot / on-demand), interruptions marked
 cumulative_cost.png  spend over time, every run, coloured by configuration
@@ -15,11 +17,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from coordinator.plan.intervals import ci95
 from reports.runs import CONFIGURATIONS, Run, RunsFolder
+from reports.tables import SAVINGS_TARGET_PCT, trusted
 
 COLOURS = {
     "on-demand": "#4c72b0",
@@ -45,18 +50,71 @@ def _by_config(folder: RunsFolder) -> list[tuple[str, list[Run]]]:
 
 
 def cost_per_run(folder: RunsFolder, path: Path) -> Path:
+    """Every run (a distorted one hollow), each configuration's headline mean with its 95% interval, the
+    model's expectation, and two lines: the cost of 60% savings and the price ceiling (the job at the
+    spot price throughout, against the on-demand runs)."""
     groups = _by_config(folder)
     figure, axes = plt.subplots(figsize=(7, 4.2))
     data = [[r.cost_usd for r in runs] for _, runs in groups]
     axes.boxplot(data, tick_labels=[c for c, _ in groups], widths=0.5, showfliers=False)
+    predictions = folder.expected.get("predictions_with_overheads") or folder.expected.get("predictions", {})
     for i, (config, runs) in enumerate(groups, start=1):
         xs = [i + (j - (len(runs) - 1) / 2) * 0.03 for j in range(len(runs))]
-        axes.scatter(xs, [r.cost_usd for r in runs], color=COLOURS[config], zorder=3, s=22)
-    axes.set_title("Cost per run by configuration")
+        colours = ["none" if r.distorted else COLOURS[config] for r in runs]
+        axes.scatter(
+            xs, [r.cost_usd for r in runs], facecolors=colours, edgecolors=COLOURS[config], zorder=3, s=22
+        )
+        low, high = ci95([r.cost_usd for r in trusted(runs)])
+        middle = (low + high) / 2
+        axes.errorbar(
+            i + 0.3, middle, yerr=[[middle - low], [high - middle]], fmt="D", color="black", ms=4, capsize=3
+        )
+        if config in predictions:
+            axes.scatter(
+                i + 0.38,
+                predictions[config]["mean_cost_usd"],
+                marker="o",
+                facecolors="none",
+                edgecolors="black",
+                s=30,
+                zorder=3,
+            )
+    _savings_lines(folder, axes, len(groups))
+    highest = max([c for values in data for c in values] + [p["mean_cost_usd"] for p in predictions.values()])
+    axes.set_title("Cost per run by configuration (hollow: a distorted run)")
     axes.set_ylabel("cost per run (USD, simulated)")
-    axes.set_ylim(bottom=0)
+    axes.set_ylim(0, highest * 1.3)  # an interval of two runs may reach further: it is cut at the top
+    axes.legend(
+        handles=[
+            Line2D([], [], marker="D", color="black", linestyle="", label="mean, 95% interval"),
+            Line2D([], [], marker="o", color="black", markerfacecolor="none", linestyle="", label="model"),
+        ],
+        loc="upper right",
+        fontsize=8,
+    )
     axes.grid(axis="y", alpha=0.3)
     return _save(figure, path)
+
+
+def _savings_lines(folder: RunsFolder, axes: Axes, groups: int) -> None:
+    on_demand = trusted(folder.of("on-demand"))
+    if not on_demand:
+        return
+    mean = sum(r.cost_usd for r in on_demand) / len(on_demand)
+    target = mean * (1 - SAVINGS_TARGET_PCT / 100)
+    axes.axhline(target, color="grey", linestyle="--", linewidth=1)
+    axes.annotate(f"{SAVINGS_TARGET_PCT:g}% savings", (0.5, target), color="grey", fontsize=8)
+    rates = {a.market: a.rate_usd_per_hour for r in folder.runs for a in r.attempts}
+    if "spot" in rates and "on-demand" in rates:
+        ceiling = mean * rates["spot"] / rates["on-demand"]
+        axes.axhline(ceiling, color=COLOURS["spot"], linestyle=":", linewidth=1)
+        axes.annotate(
+            "price ceiling (all spot)",
+            (groups + 0.45, ceiling),
+            color=COLOURS["spot"],
+            fontsize=8,
+            ha="right",
+        )
 
 
 def wall_time(folder: RunsFolder, path: Path) -> Path:

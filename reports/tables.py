@@ -10,6 +10,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from coordinator.plan.intervals import ci95
 from reports.runs import CONFIGURATIONS, Run, RunsFolder
 
 SAVINGS_TARGET_PCT = 60.0
@@ -120,24 +121,6 @@ def config_rows(folder: RunsFolder, *, with_distorted: bool = False) -> list[Con
 def trusted(runs: list[Run], with_distorted: bool = False) -> list[Run]:
     kept = [r for r in runs if with_distorted or not r.distorted]
     return kept or runs
-
-
-def ci95(values: list[float]) -> tuple[float, float]:
-    """The mean's 95% interval (Student's t; a single run: the run itself)."""
-    mean = statistics.mean(values)
-    if len(values) < 2:
-        return mean, mean
-    half = _t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-    return mean - half, mean + half
-
-
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
-
-
-def _t975(df: int) -> float:
-    if df in T975:
-        return T975[df]
-    return 2.086 if df <= 20 else 2.042 if df <= 30 else 1.96
 
 
 @dataclass(frozen=True, slots=True)
