@@ -7,6 +7,7 @@ import json
 import logging
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -88,12 +89,19 @@ def add_parser(commands: Subcommands) -> None:
     sim.add_argument(
         "--no-mlflow", action="store_true", help="skip the MLflow runs (the ledgers are written anyway)"
     )
+    sim.add_argument(
+        "--planned",
+        action="store_true",
+        help="run in the plan's cheapest pool (region and type) instead of the pinned us-east-1 c7i.xlarge",
+    )
     add_budget_options(sim, ceiling=SIMULATED_CEILING_USD, spend_log="<out>/spend_log.jsonl")
     sim.set_defaults(handler=simulate_command)
 
 
 def simulate_command(args: argparse.Namespace) -> int:
+    from coordinator.plan.bar import bar_lines
     from coordinator.sim.matrix import simulate
+    from coordinator.sim.planned import fair_for, plan_for
     from coordinator.sim.progress import ProgressView
     from coordinator.sim.settings import SimulationSettings
 
@@ -128,6 +136,11 @@ def simulate_command(args: argparse.Namespace) -> int:
         deadline_factor=args.deadline_factor,
         deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
     )
+    plan = plan_for(settings)
+    if args.planned:
+        first = plan.ranked[0].pool
+        settings = replace(settings, region=first.region, instance_type=first.instance_type)
+        print(f"planned: {first.name} ({first.throughput.describe()})", flush=True)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     print(
         f"simulate: {settings.runs} on {settings.rows} rows x {settings.segments} segments, time scale "
@@ -145,7 +158,25 @@ def simulate_command(args: argparse.Namespace) -> int:
             on_done=view.finish_run,
         )
     print_results(results, time.monotonic() - started, out)
+    print("\n".join(bar_lines(fair_for(settings, plan), *_measured(results))), flush=True)
     return 0
+
+
+def _measured(results: list[SimulatedRun]) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Each configuration's run costs (runs a host distorted left out, as the report does) and the share of
+    rows predicted exactly once."""
+    costs: dict[str, list[float]] = {}
+    rows: dict[str, list[int]] = {}
+    for run in results:
+        if not run.pace.get("distorted"):
+            costs.setdefault(run.configuration, []).append(run.cost_usd)
+        merged = run.result.merge.rows if run.result.merge else 0
+        wanted = json.loads((run.result.run_dir / "run.json").read_text())["spec"]["rows"]
+        done, total = rows.setdefault(run.configuration, [0, 0])
+        rows[run.configuration] = [done + merged, total + wanted]
+    for config in rows:  # a configuration whose runs were all distorted keeps them
+        costs.setdefault(config, [r.cost_usd for r in results if r.configuration == config])
+    return costs, {c: 100.0 * done / total if total else 0.0 for c, (done, total) in rows.items()}
 
 
 def print_results(results: list[SimulatedRun], seconds: float, out: Path) -> None:

@@ -97,7 +97,9 @@ def simulate(
     started = time.monotonic()
     stack = StackSettings(bucket_name=SIMULATOR_BUCKET, instance_type=settings.instance_type)
     state = settings.out_dir / "terraform"
-    with emulator_infrastructure(state, settings=stack, time_scale=settings.time_scale) as infra:
+    with emulator_infrastructure(
+        state, settings=stack, region=settings.region, time_scale=settings.time_scale
+    ) as infra:
         results = run_matrix(settings, infra, on_run=on_run, on_cycle=on_cycle, on_done=on_done)
     _write_record(
         settings,

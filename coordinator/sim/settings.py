@@ -24,6 +24,7 @@ from coordinator.sim.injector import RandomInterruptions
 from coordinator.sim.paced_worker import PACE_ENV, STALL_ENV
 from coordinator.sim.worker_boot import BootMode
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
+from coordinator.stack.target import EMULATOR_REGION
 from coordinator.whatif.boot_model import DEFAULT_BOOT_MODEL, BootModel
 from inference.layout import dataset_key
 
@@ -53,6 +54,7 @@ class SimulationSettings:
         default_factory=lambda: {"on-demand": 3, "spot-only": 8, "hybrid": 8, "deadline": 8}
     )
     instance_type: str = DEFAULT_INSTANCE_TYPE  # the stack's; priced from the table in the emulator's region
+    region: str = EMULATOR_REGION  # where the emulator runs the stack (moto serves every region)
     # the jobs' capacity pools' types (`spotbatch run --instance-types`); () the stack's. Each simulated
     # instance works at its own type's speed (`plan/throughput.py`); the coordinator plans with the stack's
     instance_types: tuple[str, ...] = ()
@@ -154,7 +156,17 @@ class SimulationSettings:
         return paces
 
     def workload(self) -> SimulatedWorkload:
-        return SimulatedWorkload(load_profile(self.instance_type), self.row_weight, self.time_scale)
+        """The stack type's speed: measured, else scaled or published (`plan/throughput.py`)."""
+        figure = Throughputs.load().of(self.instance_type)
+        if figure is None or figure.basis == "measured":  # its profile as measured (or the error naming it)
+            return SimulatedWorkload(load_profile(self.instance_type), self.row_weight, self.time_scale)
+        profile = InstanceProfile(
+            instance_type=self.instance_type,
+            rows_per_second=figure.rows_per_second,
+            backend=figure.basis,
+            source=figure.source,
+        )
+        return SimulatedWorkload(profile, self.row_weight, self.time_scale)
 
     def describe_interruptions(self) -> str:
         if self.trace:

@@ -40,6 +40,7 @@ def test_simulate_quick_matrix_through_the_cli(
             "0.5",
             "--seed",
             "3",
+            "--planned",  # in the plan's cheapest pool: another region of moto, the zone IDs it gives
         ],
         capture_output=True,
         text=True,
@@ -55,6 +56,12 @@ def test_simulate_quick_matrix_through_the_cli(
             f"run {number}/4 {name} (" in result.stdout and "1500 rows merged, 4/4 segments" in result.stdout
         )
     assert "interruptions/run: attempts cut short" in result.stdout
+    planned = next(line for line in result.stdout.splitlines() if line.startswith("planned: "))
+    region, _, kind = planned.removeprefix("planned: ").split(" ")[:3]
+    spec = json.loads((out / "spot-only-01" / "run.json").read_text())["spec"]
+    assert (spec["region"], spec["instance_type"]) == (region, kind) and region != "us-east-1"
+    bar = result.stdout.split("the bar (>= 60% below the fair baseline", 1)[1]
+    assert "price ceiling" in bar and all(f"  {c}: " in bar for c in ("spot-only", "hybrid", "deadline"))
     record = json.loads((out / "simulation.json").read_text())
     assert record["result"]["runs"] == 4 and record["result"]["instances_left"] == 0
     assert record["deadline_factor"] == 2.5
