@@ -53,12 +53,6 @@ def add_parser(commands: Subcommands) -> None:
     run.add_argument("--job-id", help="default: the input's name and the time (UTC)")
     run.add_argument("--run-dir", type=Path, help="default runs/<job id>")
     run.add_argument(
-        "--segments", type=positive_int, help="at most the row count (default 10, or the plan's)"
-    )
-    run.add_argument(
-        "--plan", type=Path, help="`spotbatch plan --json`'s choice: types, segments, checkpoints"
-    )
-    run.add_argument(
         "--policy",
         default="hybrid",
         help="on-demand, spot-only, hybrid, or a deadline policy (deadline, greedy, safety-greedy, "
@@ -95,15 +89,26 @@ def add_parser(commands: Subcommands) -> None:
     )
     no_events = "ignore the stack's EC2 events queue: see interruptions by heartbeats and listings only"
     run.add_argument("--no-events", dest="use_events", action="store_false", help=no_events)
+    add_sizing_options(run)
+    add_worker_options(run)
+    add_budget_options(run)
+    run.set_defaults(handler=run_command)
+
+
+def add_sizing_options(run: argparse.ArgumentParser) -> None:
+    """How the job is cut and first priced: by hand, or as `spotbatch plan` chose."""
+    run.add_argument(
+        "--segments", type=positive_int, help="at most the row count (default 10, or the plan's)"
+    )
+    run.add_argument(
+        "--plan", type=Path, help="`spotbatch plan --json`'s choice: types, segments, checkpoints"
+    )
     run.add_argument(
         "--planned-rows-per-s",
         type=float,
         default=DEFAULT_PLANNED_ROWS_PER_S,
         help="for the first budget estimates (the plan's type's, with --plan)",
     )
-    add_worker_options(run)
-    add_budget_options(run)
-    run.set_defaults(handler=run_command)
 
 
 def add_worker_options(run: argparse.ArgumentParser) -> None:

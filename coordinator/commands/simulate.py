@@ -17,7 +17,8 @@ from coordinator.errors import ConfigError
 from coordinator.paths import default_dataset_path, default_model_dir, runs_dir
 
 if TYPE_CHECKING:
-    from coordinator.sim.settings import SimulatedRun
+    from coordinator.plan.planner import Plan
+    from coordinator.sim.settings import SimulatedRun, SimulationSettings
 
 SIMULATED_CEILING_USD = 2_000.0  # simulated dollars: the matrix's own ceiling, in its own spend log
 QUICK: dict[str, str | int] = {
@@ -101,7 +102,7 @@ def add_parser(commands: Subcommands) -> None:
 def simulate_command(args: argparse.Namespace) -> int:
     from coordinator.plan.bar import bar_lines
     from coordinator.sim.matrix import simulate
-    from coordinator.sim.planned import fair_for, plan_for
+    from coordinator.sim.planned import fair_for
     from coordinator.sim.progress import ProgressView
     from coordinator.sim.settings import SimulationSettings
 
@@ -136,11 +137,7 @@ def simulate_command(args: argparse.Namespace) -> int:
         deadline_factor=args.deadline_factor,
         deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
     )
-    plan = plan_for(settings)
-    if args.planned:
-        first = plan.ranked[0].pool
-        settings = replace(settings, region=first.region, instance_type=first.instance_type)
-        print(f"planned: {first.name} ({first.throughput.describe()})", flush=True)
+    settings, plan = _planned(settings, args.planned)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     print(
         f"simulate: {settings.runs} on {settings.rows} rows x {settings.segments} segments, time scale "
@@ -160,6 +157,18 @@ def simulate_command(args: argparse.Namespace) -> int:
     print_results(results, time.monotonic() - started, out)
     print("\n".join(bar_lines(fair_for(settings, plan), *_measured(results))), flush=True)
     return 0
+
+
+def _planned(settings: SimulationSettings, planned: bool) -> tuple[SimulationSettings, Plan]:
+    """The job's plan; with `--planned`, the settings moved to its cheapest pool (region and type)."""
+    from coordinator.sim.planned import plan_for
+
+    plan = plan_for(settings)
+    if planned:
+        first = plan.ranked[0].pool
+        settings = replace(settings, region=first.region, instance_type=first.instance_type)
+        print(f"planned: {first.name} ({first.throughput.describe()})", flush=True)
+    return settings, plan
 
 
 def _measured(results: list[SimulatedRun]) -> tuple[dict[str, list[float]], dict[str, float]]:
