@@ -27,7 +27,6 @@ from typing import Any
 from inference.checkpoint import (
     Checkpoint,
     encode_part,
-    load_checkpoint,
     load_versioned_checkpoint,
     remove_orphan_parts,
     save_checkpoint,
@@ -115,9 +114,13 @@ class SegmentRun:
         """Raise `Superseded` if a later attempt has claimed the segment's checkpoint (before a part: the
         fence itself is the conditional checkpoint write in `_save`)."""
         if checkpoint.attempt:
-            current = load_checkpoint(self.store, checkpoint.segment_id)
+            current = self._current(checkpoint)
             if current is not None and current.attempt != checkpoint.attempt:
                 raise self._superseded(checkpoint, current)
+
+    def _current(self, checkpoint: Checkpoint) -> Checkpoint | None:
+        """The checkpoint as it is now (one that does not parse: none, and `_save` is refused)."""
+        return load_versioned_checkpoint(self.store, checkpoint.segment_id, corrupt_as_absent=True)[0]
 
     def _superseded(self, checkpoint: Checkpoint, current: Checkpoint | None) -> Superseded:
         by = current.attempt if current is not None else "?"
@@ -130,7 +133,7 @@ class SegmentRun:
         try:
             self._version = save_checkpoint(self.store, checkpoint, self._version)
         except ConditionFailed:
-            raise self._superseded(checkpoint, load_checkpoint(self.store, checkpoint.segment_id)) from None
+            raise self._superseded(checkpoint, self._current(checkpoint)) from None
         if checkpoint.done:
             orphans = remove_orphan_parts(self.store, checkpoint)
             if orphans:
@@ -162,7 +165,7 @@ class SegmentRun:
         work = self._plan(classifier)
         installed().until_ready(self.stop.wait)  # the machine's, if it stands in for one (host_hook.py)
         if self.stop.wait(0):  # told to stop while booting: nothing claimed, computed or saved
-            found = load_checkpoint(self.store, c.segment_id)
+            found = load_versioned_checkpoint(self.store, c.segment_id, corrupt_as_absent=True)[0]
             rows = found.rows_done if found else 0
             log.info("stopping (%s) before the first batch; checkpoint at %d rows", self.stop.reason, rows)
             return WorkerOutcome("draining", rows, total, 0, 0)

@@ -144,3 +144,25 @@ def test_a_claim_that_loses_to_an_old_attempts_write_reads_again_and_keeps_that_
     writers = [key.rsplit(".", 2)[1] for key in checkpoint.parts]
     assert writers[0] == writer_tag(old.attempt)  # the old attempt's listed part is kept, not redone
     assert set(writers[1:]) == {writer_tag(new.attempt)}
+
+
+def test_a_checkpoint_forged_while_an_attempt_runs_stops_it_as_superseded(
+    attempts: tuple[WorkerConfig, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any worker of the job may write it: garbage written mid-run refuses the running attempt's next write
+    (its version is gone), and the attempt stops as superseded, not with a parse error."""
+    old, new = attempts
+    at_first_commit, go_on = threading.Event(), threading.Event()
+
+    def hold(write: int) -> None:
+        if write == 2:
+            at_first_commit.set()
+            assert go_on.wait(120)
+
+    first = OldAttempt(old, HeldStore(Path(old.output_prefix), hold), monkeypatch)
+    assert at_first_commit.wait(120)
+    LocalStore(Path(old.output_prefix)).put(f"checkpoints/{SEGMENT}.json", b"\xff forged")
+    go_on.set()
+    assert isinstance(first.join(), Superseded)
+    assert worker.run_worker(new).state == "done"  # the next attempt writes over it and starts over
+    assert_whole(new.output_prefix, new.attempt)
