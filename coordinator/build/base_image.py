@@ -94,6 +94,18 @@ def _build(engine: Engine, mirror: str | None) -> str:
     mirror = mirror or apt_mirror()
     print(f"building {DEBIAN_BASE} from {mirror} (debootstrap {SUITE}: once per machine)", flush=True)
     cache_dir().mkdir(parents=True, exist_ok=True)
+    # an image's files are read by its own user: the modes of a system's, whatever umask this process has
+    # (a command that writes under runs/ sets 077; a base built after one had /usr/local/pyvenv.cfg 0600,
+    # and no Python in the image started as the worker's user)
+    previous = os.umask(0o022)
+    try:
+        _debootstrap(engine, mirror)
+    finally:
+        os.umask(previous)
+    return DEBIAN_BASE
+
+
+def _debootstrap(engine: Engine, mirror: str) -> None:
     with tempfile.TemporaryDirectory(prefix="debian-base-", dir=cache_dir()) as tmp:
         root = Path(tmp) / "root"
         _run(
@@ -113,7 +125,6 @@ def _build(engine: Engine, mirror: str | None) -> str:
                 if path.is_file():
                     path.unlink()
         _import(engine, root)
-    return DEBIAN_BASE
 
 
 def _import(engine: Engine, root: Path) -> None:
