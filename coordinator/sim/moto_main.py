@@ -1,5 +1,5 @@
 """The embedded AWS's process: moto's server, plus four behaviours of EC2 that moto lacks, one lookup
-that moto makes quadratic, and one S3 deletion moto fails.
+that moto makes quadratic, one S3 deletion and one VPC endpoint deletion moto fails.
 
 EC2 shows a terminated instance in `DescribeInstances` for about an hour, then forgets it ("Terminated
 instances remain visible ... for approximately one hour", the EC2 User Guide, "Terminate Amazon EC2
@@ -40,6 +40,8 @@ deleted while versioned (a worker deletes the parts a killed attempt wrote) coul
 that the provider retried for minutes. A delete marker holds no data; disposing of it is nothing
 (`install_disposable_delete_markers`).
 
+EC2 deletes a gateway VPC endpoint whose route is gone already; moto did not (`moto_endpoints.py`).
+
 Usage::
 
     python -m coordinator.sim.moto_main --terminated-visible-seconds 240 --longest-shutdown-seconds 60 \
@@ -55,6 +57,7 @@ import time
 from typing import Any
 
 from coordinator.sim.ec2_events import MACHINE_HEADER, REASON_HEADER, STATE_REASONS, state_change
+from coordinator.sim.moto_endpoints import install_endpoint_deletes_without_their_routes
 
 EC2_TERMINATED_VISIBLE_SECONDS = 3600.0  # the EC2 User Guide's "approximately one hour"
 # a machine that never says it powered off (its runtime died with it) is terminated after this long (wall)
@@ -281,6 +284,7 @@ def main(argv: list[str] | None = None) -> None:
     shutdowns = Shutdowns(ours.longest_shutdown_seconds)
     install_shutdowns(shutdowns)
     install_disposable_delete_markers()
+    install_endpoint_deletes_without_their_routes()
     forgetter = TerminatedInstanceForgetter(ours.terminated_visible_seconds, shutdowns=shutdowns)
     threading.Thread(target=forgetter.run_forever, name="forget-terminated", daemon=True).start()
     from moto.server import main as moto_server_main

@@ -305,3 +305,24 @@ def test_a_bucket_whose_objects_were_deleted_while_versioned_can_be_emptied_afte
             Bucket="versioned-parts", Key="parts/seg-0000/1.parquet"
         )  # what is left of the key goes too
         s3.delete_bucket(Bucket="versioned-parts")
+
+
+@pytest.mark.slow
+def test_a_gateway_endpoint_whose_route_is_gone_is_deleted_as_ec2_does() -> None:
+    """moto answered InvalidRoute.NotFound, and a stack's `terraform destroy` failed with it in a CI run."""
+    with MotoServer() as aws:
+        ec2 = aws.target().client("ec2")
+        vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+        endpoint = ec2.create_vpc_endpoint(
+            VpcId=vpc,
+            ServiceName="com.amazonaws.us-east-1.s3",
+            RouteTableIds=[table],
+            VpcEndpointType="Gateway",
+        )["VpcEndpoint"]["VpcEndpointId"]
+        routes = ec2.describe_route_tables(RouteTableIds=[table])["RouteTables"][0]["Routes"]
+        (prefix_list,) = [r["DestinationPrefixListId"] for r in routes if "DestinationPrefixListId" in r]
+        ec2.delete_route(RouteTableId=table, DestinationPrefixListId=prefix_list)  # gone first
+        assert ec2.delete_vpc_endpoints(VpcEndpointIds=[endpoint])["Unsuccessful"] == []
+        ec2.delete_route_table(RouteTableId=table)
+        ec2.delete_vpc(VpcId=vpc)
