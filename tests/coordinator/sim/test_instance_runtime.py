@@ -6,6 +6,7 @@ lifetime is 3 wall seconds (at 6, an unloaded host could finish the worker's 1,5
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import time
 import uuid
@@ -50,23 +51,39 @@ def job(deployed_stack: Infrastructure) -> Iterator[tuple[str, str]]:
         roles.delete(job_id)
 
 
+@contextlib.contextmanager
+def machines_for(
+    stack: Infrastructure,
+    image: MachineImage,
+    log_dir: Path,
+    job_id: str,
+    *,
+    scale: float = SCALE,
+    **more: Any,
+) -> Iterator[InstanceRuntime]:
+    """The runtime behind moto's instances of `job_id`, with its metadata service."""
+    with (
+        MetadataServer() as imds,
+        InstanceRuntime(
+            stack.target,
+            image,
+            imds=imds,
+            log_dir=log_dir,
+            clock=CloudClock(scale=scale),
+            job_id=job_id,
+            poll_every=0.2,
+            **more,
+        ) as machines,
+    ):
+        yield machines
+
+
 @pytest.fixture
 def runtime(
     deployed_stack: Infrastructure, busy_model_dir: Path, tmp_path: Path, job: tuple[str, str]
 ) -> Iterator[InstanceRuntime]:
     image = MachineImage(files={IMAGE_MODEL_DIR: str(busy_model_dir)})
-    with (
-        MetadataServer() as imds,
-        InstanceRuntime(
-            deployed_stack.target,
-            image,
-            imds=imds,
-            log_dir=tmp_path / "machines",
-            clock=CloudClock(scale=SCALE),
-            job_id=job[0],
-            poll_every=0.2,
-        ) as machines,
-    ):
+    with machines_for(deployed_stack, image, tmp_path / "machines", job[0]) as machines:
         yield machines
 
 
@@ -165,19 +182,14 @@ def test_each_machine_is_paced_at_its_own_instance_types_speed(
     image = MachineImage(files={IMAGE_MODEL_DIR: str(busy_model_dir)}, pace_by_type=paces)
     ec2 = deployed_stack.target.client("ec2")
     launched = {}
-    with (
-        MetadataServer() as imds,
-        InstanceRuntime(
-            deployed_stack.target,
-            image,
-            imds=imds,
-            log_dir=tmp_path / "machines",
-            clock=CloudClock(scale=60.0),  # a 6-h lifetime is 6 wall minutes: the workers get to start
-            job_id=job_id,
-            poll_every=0.2,
-            launch_seconds=lambda tags: 0.0,  # ready at once: the pace report is written from the start
-        ) as runtime,
-    ):
+    with machines_for(
+        deployed_stack,
+        image,
+        tmp_path / "machines",
+        job_id,
+        scale=60.0,  # a 6-h lifetime is 6 wall minutes: the workers get to start
+        launch_seconds=lambda tags: 0.0,  # ready at once: the pace report is written from the start
+    ) as runtime:
         for number, kind in enumerate(paces):
             segment = f"seg-{number:04d}"
             request = LaunchRequest(
