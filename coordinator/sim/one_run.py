@@ -180,13 +180,15 @@ def _runtime(lab: Lab, run_dir: Path, clock: CloudClock, job_id: str) -> Instanc
 
 def _launch_draw(settings: SimulationSettings) -> Callable[[dict[str, str]], float]:
     """Each instance's launch-to-first-row time, drawn from the boot model with the run's seed and the
-    attempt's id: the same machine boots as long whatever the host does."""
+    attempt's id without the runs folder's part: the same machine boots as long whatever the host does,
+    in whichever folder the seed runs."""
+
+    folder = f"{settings.out_dir.name}-"  # left out, as the injector leaves it out of the reclaims
 
     def draw(tags: dict[str, str]) -> float:
         market: Market = "spot" if tags.get(TAG_MARKET) == "spot" else "on-demand"
-        return settings.boot_model.draw(
-            market, random.Random(f"{settings.seed}/{tags.get(TAG_ATTEMPT)}/launch")
-        )
+        attempt = tags.get(TAG_ATTEMPT, "").removeprefix(folder)
+        return settings.boot_model.draw(market, random.Random(f"{settings.seed}/{attempt}/launch"))
 
     return draw
 
