@@ -166,7 +166,8 @@ class LambdaCloud:
         where = f"lambda {method} {path}"
         for attempt in range(1, self.max_attempts + 1):
             last = attempt == self.max_attempts
-            self.pace.before(launch=path == "/instance-operations/launch")
+            launch = path == "/instance-operations/launch"
+            self.pace.before(launch=launch)
             try:
                 response = self.session.request(
                     method,
@@ -176,6 +177,7 @@ class LambdaCloud:
                     headers={"Authorization": f"Bearer {self.__key}", "Accept": "application/json"},
                 )
             except (requests.ConnectionError, requests.Timeout) as error:
+                self.pace.after(launch=launch)
                 if not repeatable:
                     raise LaunchUnconfirmed(
                         f"{where}: no answer ({type(error).__name__}); the instance may exist"
@@ -186,6 +188,7 @@ class LambdaCloud:
                     ) from None
                 self._wait(attempt, None, where, type(error).__name__)
                 continue
+            self.pace.after(launch=launch)
             status = response.status_code
             if status == 429 or (status >= 500 and repeatable):
                 if last:

@@ -52,3 +52,14 @@ class RequestPace:
             self._last = max(now, ready)
             if launch:
                 self._last_launch = self._last
+
+    def after(self, *, launch: bool = False) -> None:
+        """The request's answer (or its failure) is in: the limits count from now. The server counts from
+        the request's arrival, which a slow send can push later than `before` saw; counting from the answer,
+        which comes after the arrival, keeps the next request a whole interval behind it whatever the
+        network did (paced from the send alone, a 20-ms pace met 429s on a loaded host)."""
+        with self._lock:
+            now = self.clock()
+            self._last = max(self._last or now, now)
+            if launch:
+                self._last_launch = max(self._last_launch or now, now)
