@@ -63,10 +63,17 @@ class Job:
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    pool: Pool
-    sizing: Sizing
+    setup: Setup  # the pool and the job sized for it
     closed: dict[str, float]  # policy -> expected USD in closed form
     sampled: dict[str, Estimate] = field(default_factory=dict)
+
+    @property
+    def pool(self) -> Pool:
+        return self.setup.pool
+
+    @property
+    def sizing(self) -> Sizing:
+        return self.setup.sizing
 
     @property
     def best_policy(self) -> str:
@@ -84,13 +91,13 @@ class Plan:
     skipped: dict[str, str]
 
 
-def _setup(job: Job, pool: Pool, figures_hazard: float) -> Setup:
+def _setup(job: Job, pool: Pool, lam: float) -> Setup:
     boot = job.boot.mean("spot")
     sizing = size_job(
         rows=job.rows,
         rows_per_second=pool.throughput.rows_per_second,
         boot_seconds=boot,
-        mtbi_seconds=1 / figures_hazard if figures_hazard > 0 else float("inf"),
+        mtbi_seconds=1 / lam if lam > 0 else float("inf"),
         batch_size=job.batch_size,
         deadline_seconds=job.deadline_seconds,
         reclaim_loss_seconds=boot,
@@ -102,11 +109,17 @@ def _setup(job: Job, pool: Pool, figures_hazard: float) -> Setup:
         sizing,
         job.rows,
         job.boot,
-        figures_hazard,
+        lam,
         job.batch_size,
         job.deadline_seconds,
         job.transfer_usd(pool.region),
     )
+
+
+def _ranked(job: Job, pool: Pool, lam: float) -> Ranked:
+    """The pool with the job sized for it, every policy priced in closed form."""
+    setup = _setup(job, pool, lam)
+    return Ranked(setup, {p: closed_form(setup, p) for p in job.policies})
 
 
 def _on_demand_usd(job: Job, pool: OnDemandPool, lam: float) -> float:
@@ -130,38 +143,35 @@ def make_plan(
     if not found.pools or not found.on_demand:
         why = "; ".join(f"{what}: {reason}" for what, reason in sorted(found.skipped.items()))
         raise ConfigError(f"no pool can run the job ({why or 'nothing matches the filters'})")
-    ranked = []
-    for pool in found.pools:
-        setup = _setup(job, pool, lam)
-        ranked.append(Ranked(pool, setup.sizing, {p: closed_form(setup, p) for p in job.policies}))
-    ranked.sort(key=lambda r: (r.closed[r.best_policy], r.pool.name))
-    baseline = min(found.on_demand, key=lambda p: (_on_demand_usd(job, p, lam), p.region, p.instance_type))
-    shown = [_sampled(job, r, lam, samples) for r in ranked[:top]]
+    ranked = sorted(
+        (_ranked(job, pool, lam) for pool in found.pools),
+        key=lambda r: (r.closed[r.best_policy], r.pool.name),
+    )
+    on_demand = {(p.region, p.instance_type): (_on_demand_usd(job, p, lam), p) for p in found.on_demand}
+    baseline_usd, baseline = min(on_demand.values(), key=lambda c: (c[0], c[1].region, c[1].instance_type))
+    default = median_pool(table, figures, DEFAULT_REGION, DEFAULT_INSTANCE_TYPE)
     return Plan(
         job=job,
-        ranked=shown,
-        default=_default(job, table, figures, lam, samples),
+        ranked=[_sampled(job, r, samples) for r in ranked[:top]],
+        default=_sampled(job, _ranked(job, default, lam), samples) if default else None,
         pools_priced=len(ranked),
         baseline=baseline,
-        baseline_usd=_on_demand_usd(job, baseline, lam),
+        baseline_usd=baseline_usd,
         skipped=found.skipped,
     )
 
 
-def _sampled(job: Job, ranked: Ranked, lam: float, samples: int) -> Ranked:
-    setup = _setup(job, ranked.pool, lam)
-    estimates = {p: sampled(setup, p, samples=samples) for p in job.policies}
-    return Ranked(ranked.pool, ranked.sizing, ranked.closed, estimates)
+def _sampled(job: Job, ranked: Ranked, samples: int) -> Ranked:
+    estimates = {p: sampled(ranked.setup, p, samples=samples) for p in job.policies}
+    return Ranked(ranked.setup, ranked.closed, estimates)
 
 
-def _default(job: Job, table: PriceTable, figures: Throughputs, lam: float, samples: int) -> Ranked | None:
-    """us-east-1 c7i.xlarge at the median of its zones' spot prices: the pinned default of `make simulate`."""
-    figure = figures.of(DEFAULT_INSTANCE_TYPE)
+def median_pool(table: PriceTable, figures: Throughputs, region: str, instance_type: str) -> Pool | None:
+    """A type in a region at the median of its zones' spot prices, as `make simulate` bills it (the pinned
+    default us-east-1 c7i.xlarge, or the matrix's own pool); None without a throughput figure."""
+    figure = figures.of(instance_type)
     if figure is None:
         return None
-    spot = table.lookup("aws", DEFAULT_REGION, DEFAULT_INSTANCE_TYPE, "spot")
-    on_demand = table.lookup("aws", DEFAULT_REGION, DEFAULT_INSTANCE_TYPE, "on-demand")
-    pool = Pool(DEFAULT_REGION, "median", DEFAULT_INSTANCE_TYPE, spot, on_demand, figure)
-    setup = _setup(job, pool, lam)
-    ranked = Ranked(pool, setup.sizing, {p: closed_form(setup, p) for p in job.policies})
-    return _sampled(job, ranked, lam, samples)
+    spot = table.lookup("aws", region, instance_type, "spot")
+    on_demand = table.lookup("aws", region, instance_type, "on-demand")
+    return Pool(region, "median", instance_type, spot, on_demand, figure)

@@ -16,8 +16,9 @@ Usage::
 from __future__ import annotations
 
 from coordinator.cost.pricing import PriceTable
+from coordinator.errors import SimulationError
 from coordinator.plan.bar import Fair
-from coordinator.plan.planner import Job, Plan, make_plan
+from coordinator.plan.planner import Job, Plan, make_plan, median_pool
 from coordinator.plan.throughput import Throughputs
 from coordinator.sim.settings import SimulationSettings
 
@@ -49,21 +50,18 @@ def plan_for(settings: SimulationSettings) -> Plan:
 def fair_for(settings: SimulationSettings, plan: Plan) -> Fair:
     """The matrix's own pool (its region's median spot price, as its runs are billed) against the plan's
     fair baseline."""
-    table, figures = PriceTable.load(), Throughputs.load()
-    figure = figures.of(settings.instance_type)
-    rows_per_second = figure.rows_per_second if figure else settings.workload().profile.rows_per_second
-    spot, on_demand = (
-        table.lookup("aws", settings.region, settings.instance_type, m).usd_per_hour
-        for m in ("spot", "on-demand")
-    )
+    pool = median_pool(PriceTable.load(), Throughputs.load(), settings.region, settings.instance_type)
+    if pool is None:
+        raise SimulationError(f"{settings.instance_type}: no throughput figure to price the matrix's pool")
+    # spot-only without a reclaim: each of the matrix's segments bills its work and one boot
+    work = plan.job.rows / pool.throughput.rows_per_second
+    billed = work + settings.segments * plan.job.boot.mean("spot")
+    boots_only = billed * pool.spot.usd_per_hour / 3600
     baseline = plan.baseline
-    per_row = 1 / 3600 / rows_per_second
-    segment_seconds = plan.job.rows / rows_per_second / settings.segments + plan.job.boot.mean("spot")
-    boots_only = settings.segments * segment_seconds * spot / 3600
     return Fair(
         baseline=f"{baseline.region} {baseline.instance_type} on-demand",
         baseline_per_row=baseline.usd_per_row,
-        on_demand_per_row=on_demand * per_row,
-        spot_per_row=spot * per_row,
+        on_demand_per_row=pool.on_demand_usd_per_row,
+        spot_per_row=pool.spot_usd_per_row,
         boots_only_savings=1 - boots_only / plan.baseline_usd,
     )
