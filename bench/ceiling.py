@@ -43,12 +43,9 @@ from coordinator.errors import SpotbatchError
 from coordinator.job.spend_watch import SpendWatch
 from coordinator.paths import default_dataset_path, default_model_dir
 from coordinator.sim.emulator_stack import SIMULATOR_BUCKET, emulator_infrastructure
-from coordinator.sim.fault_proxy import FaultProxy
-from coordinator.sim.matrix import upload_dataset
-from coordinator.sim.metadata_server import MetadataServer
+from coordinator.sim.matrix import open_lab
 from coordinator.sim.one_run import Lab, one_run
 from coordinator.sim.settings import SimulationSettings
-from coordinator.sim.worker_boot import WorkerLauncher
 from coordinator.stack.deployment import StackSettings
 
 SCENARIOS = {"steady": {}, "slow host": {"slowdown": 1.6}, "stalled": {"stall_seconds": 900.0}}
@@ -74,16 +71,12 @@ class Measured:
 def lab_for(settings: SimulationSettings) -> Iterator[Lab]:
     """The emulator and the stack once, shared by every run (each run gets its own guard)."""
     stack = StackSettings(bucket_name=SIMULATOR_BUCKET, instance_type=settings.instance_type)
-    with emulator_infrastructure(
-        settings.out_dir / "terraform", settings=stack, time_scale=settings.time_scale
-    ) as infra:
-        upload_dataset(infra.target.client("s3"), infra.stack.bucket, settings.dataset, settings.rows)
-        WorkerLauncher(settings.boot)
-        with MetadataServer() as imds, FaultProxy(str(infra.endpoint)) as proxy:
-            ec2, s3 = infra.target.client("ec2"), infra.target.client("s3")
-            yield Lab(
-                settings, infra, ec2, s3, proxy, imds, BudgetGuard(1e9, settings.out_dir / "x.jsonl"), None
-            )
+    state = settings.out_dir / "terraform"
+    with (
+        emulator_infrastructure(state, settings=stack, time_scale=settings.time_scale) as infra,
+        open_lab(settings, infra, BudgetGuard(1e9, settings.out_dir / "unused.jsonl")) as lab,
+    ):
+        yield lab
 
 
 def measure(lab: Lab, name: str, config: str, ceiling: float, *, watch: bool) -> tuple[float, str, bool]:

@@ -14,12 +14,13 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -134,13 +135,8 @@ def run_matrix(
     )
     plan = matrix(settings)
     results: list[SimulatedRun] = []
-    direct_ec2 = infra.target.client("ec2")
-    s3 = infra.target.client("s3")
-    upload_dataset(s3, infra.stack.bucket, settings.dataset, settings.rows)
     expected = expectations(settings, infra)
-    WorkerLauncher(settings.boot)  # the fork server up before the first run's clock starts
-    with MetadataServer() as imds, FaultProxy(str(infra.endpoint)) as proxy:
-        lab = Lab(settings, infra, direct_ec2, s3, proxy, imds, guard, trace)
+    with open_lab(settings, infra, guard, trace) as lab:
         for number, (name, config) in enumerate(plan, start=1):
             if on_run is not None:
                 on_run(name, number, len(plan))
@@ -152,11 +148,27 @@ def run_matrix(
         predict_with_startup(settings, infra, expected, results)
     if settings.mlflow:
         log_matrix_savings(settings, results)
-    left = sorted(list_instances(direct_ec2.describe_instances, alive_only=True))
+    left = sorted(list_instances(lab.direct_ec2.describe_instances, alive_only=True))
     if left:
         raise SimulationError(f"instances of the project alive after the matrix: {', '.join(left)}")
     log.info("re-listed the project's instances after %d runs: none alive", len(results))
     return results
+
+
+@contextlib.contextmanager
+def open_lab(
+    settings: SimulationSettings,
+    infra: Infrastructure,
+    guard: BudgetGuard,
+    trace: AvailabilityTrace | None = None,
+) -> Iterator[Lab]:
+    """What every run of a matrix shares: the dataset in the stack's bucket, the fork server (up before the
+    first run's clock starts), the metadata server and the fault proxy in front of the emulator."""
+    upload_dataset(infra.target.client("s3"), infra.stack.bucket, settings.dataset, settings.rows)
+    WorkerLauncher(settings.boot)
+    with MetadataServer() as imds, FaultProxy(str(infra.endpoint)) as proxy:
+        ec2, s3 = infra.target.client("ec2"), infra.target.client("s3")
+        yield Lab(settings, infra, ec2, s3, proxy, imds, guard, trace)
 
 
 @dataclass(frozen=True, slots=True)
