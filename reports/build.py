@@ -78,7 +78,7 @@ def _prices(folder: RunsFolder) -> list[str]:
 
 def blocks(folder: RunsFolder, charts: dict[str, Path]) -> list[Block]:
     rows = config_rows(folder)
-    out = [*_introduction(folder), *_results(rows), *with_distorted(folder), *prediction_blocks(folder)]
+    out = [*_introduction(folder), *_results(rows), *with_distorted(folder, rows), *prediction_blocks(folder)]
     out += [*first_principles_blocks(folder, rows), *_charts(folder, charts)]
     out += [
         Block("heading", "Conclusions"),

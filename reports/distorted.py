@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from reports.blocks import Block, money
 from reports.runs import RunsFolder
-from reports.tables import config_rows
+from reports.tables import ConfigRow, config_rows
 
 
-def with_distorted(folder: RunsFolder) -> list[Block]:
-    """The headline counts only runs whose workers kept their pace; the same figures with the others."""
+def with_distorted(folder: RunsFolder, headline: list[ConfigRow]) -> list[Block]:
+    """The headline (`headline`: `config_rows(folder)`) counts only runs whose workers kept their pace; the
+    same figures with the others."""
     left_out = [r.name for r in folder.runs if r.distorted]
     if not left_out:
         return [Block("paragraph", "No run was distorted: every run counts in the figures above.")]
@@ -27,7 +28,7 @@ def with_distorted(folder: RunsFolder) -> list[Block]:
         )
         for r in rows
     )
-    kept = [r.configuration for r in config_rows(folder) if r.distorted]
+    kept = [r.configuration for r in headline if r.distorted]
     note = f" ({', '.join(kept)} had no other runs: its distorted ones stay in)" if kept else ""
     return [
         Block(
