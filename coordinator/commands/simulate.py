@@ -172,20 +172,25 @@ def _planned(settings: SimulationSettings, planned: bool) -> tuple[SimulationSet
 
 
 def _measured(results: list[SimulatedRun]) -> tuple[dict[str, list[float]], dict[str, float]]:
-    """Each configuration's run costs (runs a host distorted left out, as the report does) and the share of
-    rows predicted exactly once."""
-    costs: dict[str, list[float]] = {}
-    rows: dict[str, list[int]] = {}
+    """Each configuration's run costs (runs a host distorted left out, as the report does; a configuration
+    whose runs were all distorted keeps them) and the share of rows predicted exactly once."""
+    by_config: dict[str, list[SimulatedRun]] = {}
     for run in results:
-        if not run.pace.get("distorted"):
-            costs.setdefault(run.configuration, []).append(run.cost_usd)
-        merged = run.result.merge.rows if run.result.merge else 0
-        wanted = json.loads((run.result.run_dir / "run.json").read_text())["spec"]["rows"]
-        done, total = rows.setdefault(run.configuration, [0, 0])
-        rows[run.configuration] = [done + merged, total + wanted]
-    for config in rows:  # a configuration whose runs were all distorted keeps them
-        costs.setdefault(config, [r.cost_usd for r in results if r.configuration == config])
-    return costs, {c: 100.0 * done / total if total else 0.0 for c, (done, total) in rows.items()}
+        by_config.setdefault(run.configuration, []).append(run)
+    costs, reliability = {}, {}
+    for config, runs in by_config.items():
+        kept = [r for r in runs if not r.pace.get("distorted")] or runs
+        costs[config] = [r.cost_usd for r in kept]
+        done, wanted = _rows_once(runs)
+        reliability[config] = 100.0 * done / wanted if wanted else 0.0
+    return costs, reliability
+
+
+def _rows_once(runs: list[SimulatedRun]) -> tuple[int, int]:
+    """Rows predicted exactly once (the merge verified it) and rows asked for, over `runs`."""
+    merged = sum(r.result.merge.rows if r.result.merge else 0 for r in runs)
+    wanted = sum(json.loads((r.result.run_dir / "run.json").read_text())["spec"]["rows"] for r in runs)
+    return merged, wanted
 
 
 def print_results(results: list[SimulatedRun], seconds: float, out: Path) -> None:
@@ -230,9 +235,8 @@ def summary_table(results: list[SimulatedRun], predictions: dict[str, dict[str, 
     for config, runs in by_config.items():
         mean = statistics.mean(costs[config])
         savings = f"{(baseline - mean) / baseline * 100:.1f}%" if baseline else "n/a"
-        rows = sum(r.result.merge.rows if r.result.merge else 0 for r in runs)
+        rows, wanted = _rows_once(runs)
         records = [json.loads((r.result.run_dir / "run.json").read_text()) for r in runs]
-        wanted = sum(record["spec"]["rows"] for record in records)
         with_deadline = [record["deadline_met"] for record in records if "deadline_met" in record]
         deadlines = f"{sum(with_deadline)}/{len(with_deadline)}" if with_deadline else "-"
         cut_short = statistics.mean(
