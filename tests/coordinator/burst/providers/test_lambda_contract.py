@@ -168,34 +168,37 @@ def test_pacing_in_advance_meets_the_limits_without_a_429(standin: LambdaStandIn
     assert standin.throttled > 0 and unpaced.retries > 0  # the stand-in enforces what Lambda enforces
 
 
+class FakeClock:
+    """A pace's clock and sleep: sleeping moves the clock on, and each wait is kept."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(round(seconds, 6))
+        self.now += seconds
+
+    def pace(self) -> RequestPace:
+        return RequestPace(clock=lambda: self.now, sleep=self.sleep)
+
+
 def test_a_fake_clock_pace_waits_exactly_the_limits() -> None:
-    now = [0.0]
-    waits: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        waits.append(round(seconds, 6))
-        now[0] += seconds
-
-    pace = RequestPace(clock=lambda: now[0], sleep=sleep)
+    clock = FakeClock()
+    pace = clock.pace()
     pace.before(launch=True)
     pace.before()
     pace.before(launch=True)
-    assert waits == [1.0, 11.0]  # 1 s after any call; 12 s after the previous launch
+    assert clock.waits == [1.0, 11.0]  # 1 s after any call; 12 s after the previous launch
 
 
 def test_the_limits_count_from_the_answer_a_slow_request_came_back_with() -> None:
     """The server counts from a request's arrival, which a slow send pushes later: counted from the send
     alone, the next request could arrive sooner than the limit (a 20-ms pace met 429s on a loaded host)."""
-    now = [0.0]
-    waits: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        waits.append(round(seconds, 6))
-        now[0] += seconds
-
-    pace = RequestPace(clock=lambda: now[0], sleep=sleep)
+    clock = FakeClock()
+    pace = clock.pace()
     pace.before(launch=True)
-    now[0] = 5.0  # the launch's answer took 5 s
+    clock.now = 5.0  # the launch's answer took 5 s
     pace.after(launch=True)
     pace.before(launch=True)
-    assert waits == [12.0]  # 12 s after the answer, not 7 s after it
+    assert clock.waits == [12.0]  # 12 s after the answer, not 7 s after it
