@@ -13,12 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from coordinator.errors import ReportError
 from reports.blocks import Block, money
 from reports.charts import draw_all, pick_timeline_run
 from reports.distorted import with_distorted
 from reports.explain import first_principles_blocks, prediction_blocks
+from reports.pools import bar_blocks, pool_label
 from reports.render import to_html, to_markdown
-from reports.runs import RunsFolder, load_runs
+from reports.runs import RunsFolder, load_runs, pool_folders
 from reports.tables import RELIABILITY_TARGET_PCT, SAVINGS_TARGET_PCT, ConfigRow, conclusions, config_rows
 
 STATE_DIAGRAM = """PENDING -> LAUNCHING -> RUNNING -> DONE
@@ -75,9 +77,24 @@ def _prices(folder: RunsFolder) -> list[str]:
     return [f"{t} {m}: ${rate:g}/h ({source})" for (t, m, rate), source in sorted(seen.items())]
 
 
-def blocks(folder: RunsFolder, charts: dict[str, Path]) -> list[Block]:
+def blocks(pools: list[tuple[str, RunsFolder]], charts: dict[str, Path]) -> list[Block]:
+    """The report on a runs folder's matrices (`pools`: one, or the planned pool's and the pinned one's):
+    the bar for each, each one's results; the rest (predictions, theory, charts) for the first."""
+    (name, folder), others = pools[0], pools[1:]
     rows = config_rows(folder)
-    out = [*_introduction(folder), *_results(rows), *with_distorted(folder, rows), *prediction_blocks(folder)]
+    out = [*_introduction(folder), *bar_blocks(pools)]
+    out += [*_results(rows, pool_label(name, folder) if others else ""), *with_distorted(folder, rows)]
+    for other_name, other in others:
+        other_rows = config_rows(other)
+        title = pool_label(other_name, other)
+        out += [
+            Block("heading", f"Results: {title}"),
+            results_table(other_rows),
+            *with_distorted(other, other_rows),
+        ]
+    if others:
+        out.append(Block("paragraph", f"Below: the {pool_label(name, folder)} only."))
+    out += prediction_blocks(folder)
     out += [*first_principles_blocks(folder, rows), *_charts(folder, charts)]
     out += [
         Block("heading", "Conclusions"),
@@ -121,9 +138,9 @@ def _names(folder: RunsFolder) -> str:
     return ", ".join(present[:-1]) + f" and {present[-1]}" if len(present) > 1 else present[0]
 
 
-def _results(rows: list[ConfigRow]) -> list[Block]:
+def _results(rows: list[ConfigRow], pool: str) -> list[Block]:
     return [
-        Block("heading", "Results"),
+        Block("heading", f"Results: {pool}" if pool else "Results"),
         results_table(rows),
         Block(
             "paragraph",
@@ -199,10 +216,17 @@ class ReportPaths:
 
 
 def build_report(runs_folder: Path, out_dir: Path) -> ReportPaths:
-    folder = load_runs(runs_folder)
+    """The report on `runs_folder`: one matrix, or a `simulate` folder of one matrix per pool."""
+    found = pool_folders(runs_folder)
+    if not found:
+        raise ReportError(
+            f"{runs_folder}: no simulation.json, nor a planned/ or pinned/ matrix in it; is this a runs "
+            "folder from `make simulate`?"
+        )
+    pools = [(name, load_runs(path)) for name, path in found]
     out_dir.mkdir(parents=True, exist_ok=True)
-    charts = draw_all(folder, out_dir)
-    items = blocks(folder, charts)
+    charts = draw_all(pools[0][1], out_dir)
+    items = blocks(pools, charts)
     markdown = out_dir / "comparison_report.md"
     markdown.write_text(to_markdown(items), encoding="utf-8")
     page = out_dir / "comparison_report.html"

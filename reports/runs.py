@@ -16,6 +16,7 @@ from coordinator.cost.ledger import AttemptRecord, JobSummary, read_ledger
 from coordinator.errors import ReportError
 
 CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")  # as coordinator.sim.matrix runs them
+POOLS = ("planned", "pinned")  # `spotbatch simulate`'s matrices, each in a folder of its pool's name
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +84,16 @@ def _json_lines(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def pool_folders(path: Path) -> list[tuple[str, Path]]:
+    """The matrices of a runs folder: itself when it is one (a single pool's `simulate`, a real run's
+    folder), else each pool's folder inside it, planned first; [] when it holds none."""
+    if (path / "simulation.json").is_file():
+        return [("", path)]
+    return [(pool, path / pool) for pool in POOLS if (path / pool / "simulation.json").is_file()]
+
+
 def latest_runs_folder(runs_dir: Path) -> Path:
-    found = sorted(p for p in runs_dir.glob("simulate-*") if (p / "simulation.json").is_file())
+    found = sorted(p for p in runs_dir.glob("simulate-*") if pool_folders(p))
     if not found:
         raise ReportError(f"no runs under {runs_dir}: run `make simulate` (or `make simulate QUICK=1`) first")
     return found[-1]

@@ -7,7 +7,6 @@ import json
 import logging
 import statistics
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from coordinator.plan.planner import Plan
     from coordinator.sim.settings import SimulatedRun, SimulationSettings
 
+POOLS = ("planned", "pinned")  # `coordinator/sim/planned.py`: in_pool
 SIMULATED_CEILING_USD = 2_000.0  # simulated dollars: the matrix's own ceiling, in its own spend log
 QUICK: dict[str, str | int] = {
     "runs": "on-demand=1,spot-only=2,hybrid=2,deadline=2",
@@ -42,6 +42,14 @@ def parse_runs(text: str) -> dict[str, int]:
             raise argparse.ArgumentTypeError(f"--runs item {item!r}: expected NAME=COUNT, as in hybrid=10")
         runs[name] = int(count)
     return runs
+
+
+def parse_pools(text: str) -> tuple[str, ...]:
+    pools = tuple(dict.fromkeys(filter(None, (part.strip() for part in text.split(",")))))
+    unknown = [p for p in pools if p not in POOLS]
+    if unknown or not pools:
+        raise argparse.ArgumentTypeError(f"--pools {text!r}: expected some of {','.join(POOLS)}")
+    return pools
 
 
 def add_parser(commands: Subcommands) -> None:
@@ -91,19 +99,18 @@ def add_parser(commands: Subcommands) -> None:
         "--no-mlflow", action="store_true", help="skip the MLflow runs (the ledgers are written anyway)"
     )
     sim.add_argument(
-        "--planned",
-        action="store_true",
-        help="run in the plan's cheapest pool (region and type) instead of the pinned us-east-1 c7i.xlarge",
+        "--pools",
+        type=parse_pools,
+        default=POOLS,
+        help="run the matrix in these pools, side by side: planned (the plan's cheapest region and type), "
+        "pinned (the stack's us-east-1 c7i.xlarge); default planned,pinned, each in a folder of its name",
     )
     add_budget_options(sim, ceiling=SIMULATED_CEILING_USD, spend_log="<out>/spend_log.jsonl")
     sim.set_defaults(handler=simulate_command)
 
 
 def simulate_command(args: argparse.Namespace) -> int:
-    from coordinator.plan.bar import bar_lines
-    from coordinator.sim.matrix import simulate
-    from coordinator.sim.planned import fair_for
-    from coordinator.sim.progress import ProgressView
+    from coordinator.sim.planned import in_pool, plan_for
     from coordinator.sim.settings import SimulationSettings
 
     sizes = QUICK if args.quick else FULL
@@ -137,13 +144,31 @@ def simulate_command(args: argparse.Namespace) -> int:
         deadline_factor=args.deadline_factor,
         deadline_seconds=args.deadline_minutes * 60 if args.deadline_minutes is not None else None,
     )
-    settings, plan = _planned(settings, args.planned)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    plan = plan_for(settings)
+    bars: list[str] = []
+    for pool in args.pools:
+        in_it = in_pool(settings, plan, pool, out if len(args.pools) == 1 else out / pool)
+        bars += _one_pool(in_it, plan, pool)
+    if len(args.pools) > 1:
+        print("\n".join(["", "side by side:", *bars]), flush=True)
+    return 0
+
+
+def _one_pool(settings: SimulationSettings, plan: Plan, pool: str) -> list[str]:
+    """One pool's matrix, its summary table and its bar line; returns the bar line under the pool's name."""
+    from coordinator.plan.bar import bar_lines
+    from coordinator.sim.matrix import simulate
+    from coordinator.sim.planned import fair_for
+    from coordinator.sim.progress import ProgressView
+
+    fair = fair_for(settings, plan)
+    fair.write(settings.out_dir)
     print(
-        f"simulate: {settings.runs} on {settings.rows} rows x {settings.segments} segments, time scale "
-        f"{settings.time_scale:g} (1 wall s = {settings.time_scale:g} cloud s), "
-        f"{settings.describe_interruptions()}, "
-        f"seed {settings.seed}, model {model}; runs folder {out}",
+        f"\n{pool} pool: {settings.region} {settings.instance_type}; simulate: {settings.runs} on "
+        f"{settings.rows} rows x {settings.segments} segments, time scale {settings.time_scale:g} "
+        f"(1 wall s = {settings.time_scale:g} cloud s), {settings.describe_interruptions()}, seed "
+        f"{settings.seed}, model {settings.model}; runs folder {settings.out_dir}",
         flush=True,
     )
     started = time.monotonic()
@@ -154,24 +179,13 @@ def simulate_command(args: argparse.Namespace) -> int:
             on_cycle=view.update,
             on_done=view.finish_run,
         )
-    print_results(results, time.monotonic() - started, out)
-    print("\n".join(bar_lines(fair_for(settings, plan), *_measured(results))), flush=True)
-    return 0
+    print_results(results, time.monotonic() - started, settings.out_dir)
+    lines = bar_lines(fair, *measured_costs(results))
+    print("\n".join(lines), flush=True)
+    return [f"{pool} ({settings.region} {settings.instance_type}): {lines[0]}", *lines[1:]]
 
 
-def _planned(settings: SimulationSettings, planned: bool) -> tuple[SimulationSettings, Plan]:
-    """The job's plan; with `--planned`, the settings moved to its cheapest pool (region and type)."""
-    from coordinator.sim.planned import plan_for
-
-    plan = plan_for(settings)
-    if planned:
-        first = plan.ranked[0].pool
-        settings = replace(settings, region=first.region, instance_type=first.instance_type)
-        print(f"planned: {first.name} ({first.throughput.describe()})", flush=True)
-    return settings, plan
-
-
-def _measured(results: list[SimulatedRun]) -> tuple[dict[str, list[float]], dict[str, float]]:
+def measured_costs(results: list[SimulatedRun]) -> tuple[dict[str, list[float]], dict[str, float]]:
     """Each configuration's run costs (runs a host distorted left out, as the report does; a configuration
     whose runs were all distorted keeps them) and the share of rows predicted exactly once."""
     by_config: dict[str, list[SimulatedRun]] = {}

@@ -18,13 +18,23 @@ Usage::
 
 from __future__ import annotations
 
+import json
 import statistics
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import NamedTuple
 
 from coordinator.plan.intervals import ci95
 
 SAVINGS_TARGET = 0.60
 RELIABILITY_TARGET_PCT = 99.0
+FAIR_FILE = "fair.json"  # beside a matrix's runs: the baseline its bar is drawn against
+
+
+class Savings(NamedTuple):
+    mean: float  # share of the baseline's cost saved, at the configuration's mean cost
+    worst: float  # ... at the top of the mean cost's 95% interval
+    best: float  # ... at its bottom
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,30 +49,58 @@ class Fair:
     def price_ceiling(self) -> float:
         return 1 - self.spot_per_row / self.baseline_per_row
 
+    def write(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
+        (folder / FAIR_FILE).write_text(text, encoding="utf-8")
+
+    @classmethod
+    def read(cls, folder: Path) -> Fair | None:
+        """The folder's fair baseline; None when it has none (a matrix from before the planner) or it is
+        not one (a hand-edited file: the report then leaves the bar out rather than guess)."""
+        path = folder / FAIR_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls(**{f.name: data[f.name] for f in fields(cls)})
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+
+def fair_savings(fair: Fair, costs: dict[str, list[float]]) -> tuple[float, dict[str, Savings]] | None:
+    """The baseline's cost of a run (the on-demand runs re-priced at its cost per row), and each other
+    configuration's savings against it; None without on-demand runs to re-price."""
+    on_demand = costs.get("on-demand")
+    if not on_demand:
+        return None
+    baseline = statistics.mean(on_demand) * fair.baseline_per_row / fair.on_demand_per_row
+    judged = {}
+    for config, values in costs.items():
+        if config == "on-demand" or not values:
+            continue
+        low, high = ci95(values)
+        judged[config] = Savings(*(1 - c / baseline for c in (statistics.mean(values), high, low)))
+    return baseline, judged
+
 
 def bar_lines(fair: Fair, costs: dict[str, list[float]], reliability_pct: dict[str, float]) -> list[str]:
     """`costs`: each configuration's run costs (on-demand's among them); `reliability_pct`: rows exactly
     once over rows asked for."""
-    on_demand = costs.get("on-demand")
-    if not on_demand:
+    judged = fair_savings(fair, costs)
+    if judged is None:
         return ["the bar: no on-demand runs to re-price at the fair baseline"]
-    baseline = statistics.mean(on_demand) * fair.baseline_per_row / fair.on_demand_per_row
+    baseline, savings = judged
     lines = [
         f"the bar (>= {SAVINGS_TARGET:.0%} below the fair baseline, >= {RELIABILITY_TARGET_PCT:g}% of rows): "
         f"baseline {fair.baseline}, ${baseline:.4f} a run (the on-demand runs re-priced at its cost per "
         f"row); price ceiling {fair.price_ceiling:.1%}"
     ]
-    for config, values in costs.items():
-        if config == "on-demand" or not values:
-            continue
-        low, high = ci95(values)
-        savings, worst, best = (1 - c / baseline for c in (statistics.mean(values), high, low))
-        reliable = reliability_pct.get(config, 0.0) >= RELIABILITY_TARGET_PCT
+    for config, (mean, worst, best) in savings.items():
+        done = reliability_pct.get(config, 0.0)
+        reliable = done >= RELIABILITY_TARGET_PCT
         met = worst >= SAVINGS_TARGET and reliable
         verdict = "MET" if met else f"not met: {_stopped_by(fair, worst, reliable, config)}"
-        done = reliability_pct.get(config, 0.0)
         lines.append(
-            f"  {config}: {savings:.1%} (95%: {worst:.1%} to {best:.1%}), {done:.2f}% of rows: {verdict}"
+            f"  {config}: {mean:.1%} (95%: {worst:.1%} to {best:.1%}), {done:.2f}% of rows: {verdict}"
         )
     return lines
 

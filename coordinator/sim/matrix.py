@@ -235,7 +235,7 @@ def log_matrix_savings(settings: SimulationSettings, results: list[SimulatedRun]
     from mlflow.tracking import MlflowClient
 
     baseline = sum(on_demand) / len(on_demand)
-    client = MlflowClient(tracking_uri=default_tracking_uri(settings.out_dir.parent))
+    client = MlflowClient(tracking_uri=default_tracking_uri(settings.tracking_dir))
     for run in results:
         if run.mlflow_run_id:
             savings = (baseline - run.cost_usd) / baseline * 100

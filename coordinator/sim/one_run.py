@@ -91,7 +91,7 @@ def one_run(
 ) -> SimulatedRun:
     settings = lab.settings
     run_dir = settings.out_dir / name
-    job_id = f"{settings.out_dir.name}-{name}"
+    job_id = f"{settings.id_prefix}-{name}"
     clock = CloudClock(scale=settings.time_scale)
     model = _interruption_model(lab, name)
     _arm_faults(lab)
@@ -145,7 +145,7 @@ def _injector(
     lab: Lab, runtime: InstanceRuntime, clock: CloudClock, model: RandomInterruptions | TraceReplay
 ) -> InterruptionInjector:
     """The run's reclaims, drawn from the seed and each attempt's id without the runs folder's part."""
-    seed, folder = lab.settings.seed, lab.settings.out_dir.name
+    seed, folder = lab.settings.seed, lab.settings.id_prefix
     return InterruptionInjector(
         lab.direct_ec2,
         runtime,
@@ -183,7 +183,7 @@ def _launch_draw(settings: SimulationSettings) -> Callable[[dict[str, str]], flo
     attempt's id without the runs folder's part: the same machine boots as long whatever the host does,
     in whichever folder the seed runs."""
 
-    folder = f"{settings.out_dir.name}-"  # left out, as the injector leaves it out of the reclaims
+    folder = f"{settings.id_prefix}-"  # left out, as the injector leaves it out of the reclaims
 
     def draw(tags: dict[str, str]) -> float:
         market: Market = "spot" if tags.get(TAG_MARKET) == "spot" else "on-demand"
@@ -271,7 +271,7 @@ def _log_to_mlflow(settings: SimulationSettings, result: RunResult, config: str,
     attempts, summary = read_ledger(result.ledger_path)
     if summary is None:
         return ""
-    tracking_uri = default_tracking_uri(settings.out_dir.parent)
+    tracking_uri = default_tracking_uri(settings.tracking_dir)
     run_id = log_to_mlflow(
         summary,
         attempts,

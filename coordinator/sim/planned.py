@@ -2,18 +2,24 @@
 baseline its bar line is drawn against.
 
 The job a matrix stands for is its sample rows times their weight (6,000 x 350 = 2,100,000 sentences by
-default), read from us-east-1 (where a user's data is assumed to be). `simulate --planned` runs the matrix
-in the plan's cheapest pool (region and type: moto serves every region, with the zone IDs the price table
-keys its spot prices by); every matrix prints the bar line against the plan's fair baseline.
+default), read from us-east-1 (where a user's data is assumed to be). `simulate` runs one matrix per pool:
+"planned", the plan's cheapest pool (region and type: moto serves every region, with the zone IDs the
+price table keys its spot prices by), and "pinned", the stack's default (us-east-1 c7i.xlarge). Each
+matrix's folder keeps the fair baseline it is judged against (`fair.json`), and its bar line is drawn
+against it.
 
 Usage::
 
     plan = plan_for(settings)
-    settings = replace(settings, region=plan.ranked[0].pool.region, instance_type=...)
-    bar_lines(fair_for(settings, plan), costs, reliability)
+    planned = in_pool(settings, plan, "planned", out / "planned")
+    fair_for(planned, plan).write(planned.out_dir)
+    bar_lines(fair_for(planned, plan), costs, reliability)
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
 
 from coordinator.cost.pricing import PriceTable
 from coordinator.errors import SimulationError
@@ -64,4 +70,22 @@ def fair_for(settings: SimulationSettings, plan: Plan) -> Fair:
         on_demand_per_row=pool.on_demand_usd_per_row,
         spot_per_row=pool.spot_usd_per_row,
         boots_only_savings=1 - boots_only / plan.baseline_usd,
+    )
+
+
+def in_pool(settings: SimulationSettings, plan: Plan, pool: str, out_dir: Path) -> SimulationSettings:
+    """The matrix's settings in `pool` ("planned": the plan's cheapest; "pinned": as given), its runs under
+    `out_dir`; job ids carry the pool's name, MLflow stays where the runs folder's would be."""
+    if pool not in ("planned", "pinned"):
+        raise SimulationError(f"unknown pool {pool!r}; valid: planned, pinned")
+    if pool == "planned":
+        first = plan.ranked[0].pool
+        settings = replace(settings, region=first.region, instance_type=first.instance_type)
+    if out_dir == settings.out_dir:
+        return settings
+    return replace(
+        settings,
+        out_dir=out_dir,
+        job_prefix=f"{settings.out_dir.name}-{pool}",
+        mlflow_dir=settings.tracking_dir,
     )

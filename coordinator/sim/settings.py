@@ -113,6 +113,19 @@ class SimulationSettings:
     stall_seconds: float = 0.0
     deadline_seconds: float | None = None
     deadline_reserve_hours: float = DEFAULT_RESERVE_HOURS
+    # the job ids' prefix (the runs folder's name when empty): `simulate` runs one matrix per pool, each in a
+    # folder of the pool's name under one runs folder, and their jobs must not share ids
+    job_prefix: str = ""
+    mlflow_dir: Path | None = None  # where mlflow.db is (default: the runs folder's parent)
+
+    @property
+    def id_prefix(self) -> str:
+        """What a job id starts with; a seeded draw leaves it out, so one seed draws alike in every folder."""
+        return self.job_prefix or self.out_dir.name
+
+    @property
+    def tracking_dir(self) -> Path:
+        return self.mlflow_dir or self.out_dir.parent
 
     @property
     def forced_kind(self) -> str:

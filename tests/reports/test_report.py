@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.errors import ReportError
+from coordinator.plan.bar import FAIR_FILE, Fair
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.matrix import run_matrix
 from coordinator.sim.settings import SimulationSettings
@@ -171,6 +172,55 @@ def test_distorted_runs_are_left_out_of_the_headline_and_counted_in_a_line_below
     assert "Left out of the figures above: 1 distorted run(s)" in report and "hybrid-02" in report
     assert f"hybrid {money(both)}" in report.split("With them counted:", 1)[1]
     assert "95% interval" in report.split("## Conclusions", 1)[1]  # the recommendation says how sure
+
+
+def test_two_pools_head_the_report_with_each_pools_bar(runs_folder: Path, tmp_path: Path) -> None:
+    parent = tmp_path / "simulate-pools"
+    for pool, region in (("planned", "eu-south-2"), ("pinned", "us-east-1")):
+        shutil.copytree(runs_folder, parent / pool)
+        record = json.loads((parent / pool / "simulation.json").read_text())
+        (parent / pool / "simulation.json").write_text(
+            json.dumps({**record, "region": region, "instance_type": "c7i.xlarge"})
+        )
+    # the baseline's cost per row is half the pool's on-demand one: the runs' on-demand cost halves
+    fair = Fair("us-east-1 c6i.xlarge on-demand", 1.0e-8, 2.0e-8, spot_per_row=0.3e-8, boots_only_savings=0.7)
+    fair.write(parent / "planned")
+    (parent / "pinned" / FAIR_FILE).write_text("{not json")
+    latest = subprocess.run(
+        [sys.executable, "-m", "reports", "--out", str(tmp_path / "x")],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "SPOTBATCH_HOME": str(tmp_path)},
+    )
+    assert latest.returncode == 2 and "no runs under" in latest.stderr  # runs/ is where the newest is sought
+    (tmp_path / "runs").mkdir()
+    parent.rename(tmp_path / "runs" / parent.name)
+    parent = tmp_path / "runs" / parent.name
+    latest = subprocess.run(
+        [sys.executable, "-m", "reports", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "SPOTBATCH_HOME": str(tmp_path)},
+    )
+    assert latest.returncode == 0, latest.stderr  # the newest runs folder is found with its pools inside
+    report = (tmp_path / "out" / "comparison_report.md").read_text()
+    bar = report.split("## The bar: at least 60% below the fair baseline", 1)[1].split("\n## ", 1)[0]
+    costs = {
+        c: [ledger_totals(runs_folder / f"{c}-{i:02d}")["total_cost_usd"] for i in range(1, n + 1)]
+        for c, n in RUNS.items()
+    }
+    baseline = statistics.mean(costs["on-demand"]) / 2
+    assert "**planned pool (eu-south-2 c7i.xlarge)**: the bar" in bar and f"${baseline:.4f} a run" in bar
+    for config in ("spot-only", "hybrid", "deadline"):
+        savings = 1 - statistics.mean(costs[config]) / baseline
+        assert f"- {config}: {savings:.1%} (95%: " in bar, config
+    assert "price ceiling 70.0%" in bar
+    assert (
+        "**pinned pool (us-east-1 c7i.xlarge)**: no fair baseline recorded (`fair.json`), so no bar." in bar
+    )
+    assert "## Results: planned pool (eu-south-2 c7i.xlarge)" in report
+    assert "## Results: pinned pool (us-east-1 c7i.xlarge)" in report
+    assert (tmp_path / "out" / "cost_per_run.png").is_file()
 
 
 def test_missing_partial_and_corrupt_runs_are_named(runs_folder: Path, tmp_path: Path) -> None:

@@ -12,13 +12,15 @@ from pathlib import Path
 import pytest
 
 from coordinator.cost.ledger import read_ledger
+from coordinator.plan.bar import Fair
 
 
 @pytest.mark.timeout(600)  # a quick matrix: seven jobs
 def test_simulate_quick_matrix_through_the_cli(
     terraform_ready: None, tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path
 ) -> None:
-    out = tmp_path / "runs" / "sim"
+    runs = tmp_path / "runs" / "sim"
+    out = runs / "planned"  # the plan's cheapest pool: another region of moto, the zone IDs it gives
     result = subprocess.run(
         [
             sys.executable,
@@ -40,7 +42,6 @@ def test_simulate_quick_matrix_through_the_cli(
             "0.5",
             "--seed",
             "3",
-            "--planned",  # in the plan's cheapest pool: another region of moto, the zone IDs it gives
         ],
         capture_output=True,
         text=True,
@@ -56,12 +57,19 @@ def test_simulate_quick_matrix_through_the_cli(
             f"run {number}/4 {name} (" in result.stdout and "1500 rows merged, 4/4 segments" in result.stdout
         )
     assert "interruptions/run: attempts cut short" in result.stdout
-    planned = next(line for line in result.stdout.splitlines() if line.startswith("planned: "))
-    region, _, kind = planned.removeprefix("planned: ").split(" ")[:3]
+    planned = next(line for line in result.stdout.splitlines() if line.startswith("planned pool: "))
+    region, kind = planned.removeprefix("planned pool: ").split(";")[0].split(" ")
     spec = json.loads((out / "spot-only-01" / "run.json").read_text())["spec"]
     assert (spec["region"], spec["instance_type"]) == (region, kind) and region != "us-east-1"
-    bar = result.stdout.split("the bar (>= 60% below the fair baseline", 1)[1]
-    assert "price ceiling" in bar and all(f"  {c}: " in bar for c in ("spot-only", "hybrid", "deadline"))
+    # and the pinned default beside it, in a folder of its own, its jobs' ids apart from the planned ones'
+    pinned = json.loads((runs / "pinned" / "spot-only-01" / "run.json").read_text())["spec"]
+    assert (pinned["region"], pinned["instance_type"]) == ("us-east-1", "c7i.xlarge")
+    assert spec["job_id"] == "sim-planned-spot-only-01" and pinned["job_id"] == "sim-pinned-spot-only-01"
+    side = result.stdout.split("\nside by side:\n", 1)[1]
+    for pool, where in (("planned", f"{region} {kind}"), ("pinned", "us-east-1 c7i.xlarge")):
+        bar = side.split(f"{pool} ({where}): the bar (>= 60% below the fair baseline", 1)[1]
+        assert "price ceiling" in bar and all(f"  {c}: " in bar for c in ("spot-only", "hybrid", "deadline"))
+        assert Fair.read(runs / pool) is not None
     record = json.loads((out / "simulation.json").read_text())
     assert record["result"]["runs"] == 4 and record["result"]["instances_left"] == 0
     assert record["deadline_factor"] == 2.5
@@ -99,14 +107,14 @@ def test_simulate_quick_matrix_through_the_cli(
     experiment = client.get_experiment_by_name("spotbatch-simulate")
     assert experiment is not None
     tagged = {
-        r.data.params["run_folder"].rsplit("/", 1)[-1]: r.data.tags.get("distorted")
+        "/".join(r.data.params["run_folder"].rsplit("/", 2)[-2:]): r.data.tags.get("distorted")
         for r in client.search_runs([experiment.experiment_id])
     }
     for name, distorted in tagged.items():
         assert (
-            distorted == str(json.loads((out / name / "run.json").read_text())["pace"]["distorted"]).lower()
+            distorted == str(json.loads((runs / name / "run.json").read_text())["pace"]["distorted"]).lower()
         )
-    assert len(tagged) == 4
+    assert len(tagged) == 8  # both pools' runs, in the one MLflow of the runs folder's parent
     status = subprocess.run(
         [sys.executable, "-m", "coordinator", "status", str(out / "hybrid-01")],
         capture_output=True,
