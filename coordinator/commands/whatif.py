@@ -5,13 +5,18 @@ Runs the coordinator's policies on a virtual clock (no processes, no cloud) agai
                         --one-means available|preempted (the SkyPilot traces: available)
   --model random        a reclaim with --probability per --interval seconds (the simulator's random model)
   --model run-lengths   runs drawn from the given traces' own available/unavailable run lengths
+  --zones               the traces are the zones of one region over the same hours: a spot launch fails
+                        over between them (--zone-choice steadiest: the zone with the most capacity over
+                        the last 6 hours; first: by the order given), and the optimum may use any of them
 
 Each run starts at a random offset (or draws a new sequence); every policy and the omniscient optimum see
 the same windows. The table: mean, p50 and p90 cost, cost / optimum, cost / all on-demand, the share of
 deadlines met, reclaims and work redone. `--runs 1 --seed N` shows one run's numbers.
 
-Example (the bench's job on one zone):
+Example (the bench's job on one zone, then failing over between a region's three):
   spotbatch whatif --trace us-west-2a_v100_1.json --work-hours 10 --deadline-hours 16 --runs 50
+  spotbatch whatif --zones --trace us-west-2a_v100_1.json --trace us-west-2b_v100_1.json \
+      --trace us-west-2c_v100_1.json --work-hours 10 --deadline-hours 16 --runs 50
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from coordinator.whatif.study import (
     DEFAULT_POLICIES,
     OPTIMUM,
     Window,
+    failover_windows,
     markdown_table,
     random_windows,
     run_length_windows,
@@ -42,6 +48,7 @@ from coordinator.whatif.study import (
     trace_windows,
 )
 from coordinator.whatif.traces import AvailabilityTrace
+from coordinator.whatif.zones import CHOICES
 
 # launch to first row: the boot model's mean (pending, boot, image pull, model load; sources in
 # coordinator/whatif/boot_model.py), the same figures the live simulator draws its boots from
@@ -61,6 +68,10 @@ def add_parser(commands: Subcommands) -> None:
         "--trace", type=Path, action="append", default=[], help="trace file or folder of *.json"
     )
     source.add_argument("--one-means", choices=("available", "preempted"), default="available")
+    source.add_argument(
+        "--zones", action="store_true", help="the traces are one region's zones: fail over between them"
+    )
+    source.add_argument("--zone-choice", choices=CHOICES, default="steadiest", help="with --zones")
     source.add_argument("--model", choices=("trace", "random", "run-lengths"), default="trace")
     source.add_argument(
         "--probability", type=float, default=0.3, help="random model: reclaim chance per interval"
@@ -157,12 +168,18 @@ def windows_from(args: argparse.Namespace, job: WhatIfJob) -> list[Window]:
     if args.runs <= 0:
         raise WhatIfError(f"--runs must be positive, got {args.runs}")
     rng = random.Random(args.seed)
+    if args.zones and args.model != "trace":
+        raise WhatIfError("--zones: fails over between two or more --trace files (with --model trace)")
     if args.model == "random":
         return random_windows(args.probability, args.interval, args.tick_seconds, job, args.runs, rng)
     files = _trace_files(args.trace)
     if not files:
         raise WhatIfError(f"--model {args.model} needs --trace FILE|FOLDER")
     traces = [AvailabilityTrace.load(path, one_means=args.one_means) for path in files]
+    if args.zones:
+        if len(traces) < 2:
+            raise WhatIfError(f"--zones: fails over between two or more --trace files, got {len(traces)}")
+        return failover_windows(traces, job, args.runs, rng, args.zone_choice)
     windows: list[Window] = []
     for trace in traces:
         if args.model == "run-lengths":

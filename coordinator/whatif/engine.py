@@ -91,7 +91,7 @@ def simulate_segment(
             if choice is not None:
                 segment.start(choice, now)
                 if choice == "spot":
-                    held = zones.columns[zones.first_up(tick)]
+                    held = zones.columns[zones.pick(tick) or 0]  # spot was chosen: some zone is up
         if segment.running is not None:
             finish = segment.work(now, gap_seconds, total)
             if finish is not None:

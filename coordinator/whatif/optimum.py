@@ -8,6 +8,10 @@ bound for every policy on the same trace: it never loses work to a reclaim (know
 the instance at the same moment on purpose, and a drained stop loses nothing) and it does not charge the
 60-second minimum.
 
+With several zones (a `ZoneSet`), a spot instance holds one zone and is lost where that zone's tick is
+unavailable; the optimum may start spot in any zone with capacity (a move between zones is a new instance
+and pays its changeover), so it is the lower bound for failover however the zone is chosen.
+
 Progress is counted in units of gcd(tick, changeover, work) seconds (15 s for 195-s ticks and a 360-s
 changeover), so every reachable progress value is on the grid and the result is exact for the model.
 The work per tick is one vector operation over all progress values (numpy), about 10 ms for a 10-hour
@@ -16,6 +20,7 @@ segment with a 24-hour deadline.
 Usage::
 
     cost = optimum_cost(job, availability, gap_seconds=195)      # math.inf: the deadline cannot be met
+    cost = optimum_cost(job, ZoneSet.of({"a": a, "b": b}), gap_seconds=195)
 """
 
 from __future__ import annotations
@@ -28,12 +33,14 @@ import numpy.typing as npt
 
 from coordinator.errors import WhatIfError
 from coordinator.whatif.job import WhatIfJob
+from coordinator.whatif.zones import ZoneSet
 
 Vector = npt.NDArray[np.float64]
 Values = dict[tuple[str, int], Vector]  # (market or idle, boot left) -> cost by progress index
+ON_DEMAND = "on-demand"  # the markets: on-demand, and spot in each zone ("spot 0", "spot 1", ...)
 
 
-def optimum_cost(job: WhatIfJob, available: Sequence[bool], gap_seconds: int) -> float:
+def optimum_cost(job: WhatIfJob, available: Sequence[bool] | ZoneSet, gap_seconds: int) -> float:
     """The whole job's optimum: its segments are identical and share the trace."""
     return job.instances * optimum_segment_cost(job, available, gap_seconds)
 
@@ -41,13 +48,17 @@ def optimum_cost(job: WhatIfJob, available: Sequence[bool], gap_seconds: int) ->
 class _Grid:
     """The segment's progress on the gcd grid, and what holding an instance through one tick costs."""
 
-    def __init__(self, job: WhatIfJob, gap: int) -> None:
+    def __init__(self, job: WhatIfJob, gap: int, zones: int) -> None:
         self.gap = gap
         work = job.segment_work_seconds
         self.unit = math.gcd(math.gcd(gap, job.changeover_seconds), work)
         self.full = work // self.unit  # progress index meaning "done"
         self.needed_s = work - np.arange(self.full + 1, dtype=np.float64) * self.unit  # work left per index
-        self.prices = {"spot": job.spot_usd_per_hour / 3600, "on-demand": job.on_demand_usd_per_hour / 3600}
+        spot = job.spot_usd_per_hour / 3600
+        self.prices = {
+            **{f"spot {z}": spot for z in range(zones)},
+            ON_DEMAND: job.on_demand_usd_per_hour / 3600,
+        }
         self.finished = np.full(self.full + 1, math.inf)
         self.finished[self.full] = 0.0
 
@@ -68,12 +79,15 @@ class _Grid:
         return cost
 
 
-def optimum_segment_cost(job: WhatIfJob, available: Sequence[bool], gap_seconds: int) -> float:
+def optimum_segment_cost(job: WhatIfJob, available: Sequence[bool] | ZoneSet, gap_seconds: int) -> float:
+    zones = available if isinstance(available, ZoneSet) else ZoneSet.one(available)
     gap, changeover, deadline = gap_seconds, job.changeover_seconds, job.deadline_seconds
     ticks = math.ceil(deadline / gap)
-    if len(available) < ticks:
-        raise WhatIfError(f"the availability sequence has {len(available)} ticks; the deadline needs {ticks}")
-    grid = _Grid(job, gap)
+    if len(zones.any_up) < ticks:
+        raise WhatIfError(
+            f"the availability sequence has {len(zones.any_up)} ticks; the deadline needs {ticks}"
+        )
+    grid = _Grid(job, gap, len(zones.columns))
     boots = [
         changeover - k * gap for k in range(1, math.ceil(changeover / gap) + 1) if changeover - k * gap > 0
     ]
@@ -87,15 +101,14 @@ def optimum_segment_cost(job: WhatIfJob, available: Sequence[bool], gap_seconds:
         usable = min(gap, deadline - tick * gap)  # the deadline may fall inside the last tick
         last = (tick + 1) * gap >= deadline
         nxt = None if last else value
-        starts = [grid.run(nxt, "on-demand", changeover, usable)]
-        if available[tick]:
-            starts.append(grid.run(nxt, "spot", changeover, usable))
+        up = {ON_DEMAND: True, **{f"spot {z}": bool(c[tick]) for z, c in enumerate(zones.columns)}}
+        starts = [grid.run(nxt, market, changeover, usable) for market in grid.prices if up[market]]
         idle = value[("idle", 0)] if not last else grid.finished
         best_new = np.minimum.reduce([idle, *starts])
         new_value: Values = {("idle", 0): best_new}
         for market in grid.prices:
             for boot_left in carried:
-                if market == "spot" and not available[tick]:
+                if not up[market]:
                     new_value[(market, boot_left)] = best_new  # reclaimed at the tick start
                 else:
                     new_value[(market, boot_left)] = np.minimum(

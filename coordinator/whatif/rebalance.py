@@ -41,8 +41,8 @@ def replace_early(
     job, gap, total = segment.job, segment.gap_seconds, segment.job.segment_work_seconds
     now, reclaim_at = tick * gap, (tick + 1) * gap
     told = max(now, reclaim_at - job.rebalance_lead_seconds)
-    others = [column for column in zones.columns if column is not held and column[tick + 1]]
-    market = driver.replace(told, bool(others))
+    other = zones.pick(tick + 1, unless=held)
+    market = driver.replace(told, other is not None)
     if market is None:
         return None
     switch = min(reclaim_at, told + job.changeover_seconds)
@@ -58,7 +58,7 @@ def replace_early(
         segment.interruptions += 1
     segment.start(market, told)
     segment.boot_left = max(0, job.changeover_seconds - (switch - told))
-    now_held = others[0] if market == "spot" else held
+    now_held = zones.columns[other] if market == "spot" and other is not None else held
     return segment.work(switch, reclaim_at - switch, total), now_held
 
 

@@ -9,6 +9,7 @@ stay comparable) and counts as a missed deadline.
 Usage::
 
     windows = trace_windows(trace, job, runs=20, rng=random.Random(0))
+    windows = failover_windows([trace_a, trace_b], job, 20, random.Random(0), "steadiest")  # one region
     results = run_study(["on-demand", "deadline"], job, windows)
     rows = summarise(results)                 # one PolicySummary per policy, optimum first
 """
@@ -23,10 +24,11 @@ from dataclasses import dataclass
 
 from coordinator.errors import WhatIfError
 from coordinator.policies.registry import Policy, make_policy
-from coordinator.whatif.engine import simulate_job
+from coordinator.whatif.engine import Availability, simulate_job
 from coordinator.whatif.job import Outcome, WhatIfJob
 from coordinator.whatif.optimum import optimum_cost
 from coordinator.whatif.traces import AvailabilityTrace, RunLengths, random_availability
+from coordinator.whatif.zones import LOOKBACK_TICKS, ZoneSet
 
 WINDOW_DEADLINES = 3  # a window spans three deadlines: room for a policy that runs late to finish
 OPTIMUM = "optimum"
@@ -48,7 +50,7 @@ WHATIF_OPTIONS: dict[str, dict[str, float | int]] = {"spot-only": {"max_spot_ret
 @dataclass(frozen=True, slots=True)
 class Window:
     source: str  # "us-west-2a_v100_1 @ tick 1234", "random #3", "runlength us-east-1a #3"
-    available: tuple[bool, ...]
+    available: Availability  # one zone's ticks, or a region's zones (failover between them)
     gap_seconds: int
 
 
@@ -91,6 +93,41 @@ def trace_windows(trace: AvailabilityTrace, job: WhatIfJob, runs: int, rng: rand
         )
     offsets = [rng.randrange(len(trace.available) - ticks + 1) for _ in range(runs)]
     return [Window(f"{trace.name} @ tick {o}", trace.window(o, ticks), gap) for o in offsets]
+
+
+def failover_windows(
+    traces: Sequence[AvailabilityTrace], job: WhatIfJob, runs: int, rng: random.Random, choice: str
+) -> list[Window]:
+    """`runs` windows over `traces` as the zones of one region: each window the same ticks of every zone
+    (the traces must cover the same hours), a spot launch failing over between them by `choice`; each zone's
+    ticks before the window are its history (`zones.py`)."""
+    gaps = {_whole_seconds(t.gap_seconds, "gap_seconds") for t in traces}
+    names = [t.name for t in traces]
+    if len(gaps) != 1:
+        raise WhatIfError(f"--zones: the traces tick every {sorted(gaps)} s; failover needs one interval")
+    if len(set(names)) != len(names):
+        raise WhatIfError(f"--zones: a zone given twice ({', '.join(names)})")
+    gap = gaps.pop()
+    ticks = _window_ticks(job, gap)
+    shortest = min(traces, key=lambda t: len(t.available))
+    if len(shortest.available) < ticks:
+        raise WhatIfError(
+            f"trace {shortest.name}: {shortest.hours:.1f} h is too short for a deadline of "
+            f"{job.deadline_seconds / 3600:g} h (windows of {WINDOW_DEADLINES} deadlines)"
+        )
+    offsets = [rng.randrange(len(shortest.available) - ticks + 1) for _ in range(runs)]
+    return [
+        Window(
+            f"{len(traces)} zones ({choice}) @ tick {o}",
+            ZoneSet.of(
+                {t.name: t.window(o, ticks) for t in traces},
+                choice=choice,
+                history={t.name: t.available[max(0, o - LOOKBACK_TICKS) : o] for t in traces},
+            ),
+            gap,
+        )
+        for o in offsets
+    ]
 
 
 def random_windows(

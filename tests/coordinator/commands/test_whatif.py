@@ -111,6 +111,22 @@ def test_whatif_cli_on_a_fixture_trace(tmp_path: Path) -> None:
         ([*ONE_HOUR, "--rebalance-lead-seconds", "900"], "rebalance_lead_seconds=900 is longer than a tick"),
         ([*ONE_HOUR, "--rebalance-lead-seconds", "-1"], "rebalance_lead_seconds must be >= 0, got -1"),
         (
+            [*ONE_HOUR, "--zones"],
+            "--zones: fails over between two or more --trace files (with --model trace)",
+        ),
+        (
+            [
+                "--zones",
+                "--trace",
+                str(TRACES / "synthetic-zone.json"),
+                "--work-hours",
+                "1",
+                "--deadline-hours",
+                "2",
+            ],
+            "--zones: fails over between two or more --trace files, got 1",
+        ),
+        (
             [*ONE_HOUR, "--spot-price", "4", "--on-demand-price", "3"],
             "--spot-price 4 / --on-demand-price 3: both positive, and spot at most on-demand",
         ),
@@ -141,3 +157,38 @@ def test_a_trace_of_true_and_false_is_refused_by_name(tmp_path: Path) -> None:
     trace.write_text(json.dumps({"metadata": {"gap_seconds": 300}, "data": [True, False] * 200}))
     result = spotbatch("--trace", str(trace), "--work-hours", "1", "--deadline-hours", "2")
     assert result.returncode == 2 and "data must be a non-empty list of 0/1, found True" in result.stderr
+
+
+def test_failover_between_two_zones_through_the_cli(tmp_path: Path) -> None:
+    """Zone a has capacity 5 ticks in 25, zone b always: alone, a reclaims spot-only again and again;
+    failing over to the steadier zone, it is not reclaimed, and the optimum over both zones bounds it."""
+    zone_a, zone_b = tmp_path / "us-east-1a.json", tmp_path / "us-east-1b.json"
+    zone_a.write_text(json.dumps({"metadata": {"gap_seconds": 300}, "data": ([1] * 5 + [0] * 20) * 16}))
+    zone_b.write_text(json.dumps({"metadata": {"gap_seconds": 300}, "data": [1] * 400}))
+    job = ["--work-hours", "1", "--deadline-hours", "2", "--runs", "6", "--policies", "spot-only,deadline"]
+    job += ["--spot-price", "1", "--on-demand-price", "3"]
+    alone = spotbatch("--trace", str(zone_a), *job, "--json", str(tmp_path / "alone.jsonl"))
+    both = spotbatch(
+        "--zones",
+        "--trace",
+        str(zone_a),
+        "--trace",
+        str(zone_b),
+        *job,
+        "--json",
+        str(tmp_path / "both.jsonl"),
+    )
+    assert alone.returncode == 0 and both.returncode == 0, alone.stderr + both.stderr
+    runs = {
+        name: [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
+        for name in ("alone", "both")
+    }
+    assert all(line["window"].startswith("2 zones (steadiest) @ tick ") for line in runs["both"])
+    spot_only = {name: [r for r in lines if r["policy"] == "spot-only"] for name, lines in runs.items()}
+    assert sum(r["interruptions"] for r in spot_only["alone"]) >= 6
+    assert sum(r["interruptions"] for r in spot_only["both"]) < sum(
+        r["interruptions"] for r in spot_only["alone"]
+    )
+    assert all(r["optimum_usd"] <= r["cost_usd"] + 1e-9 for r in runs["both"] if r["deadline_met"])
+    one_zone_optimum = min(r["optimum_usd"] for r in runs["alone"])
+    assert max(r["optimum_usd"] for r in runs["both"]) <= one_zone_optimum + 1e-9

@@ -9,6 +9,7 @@ import pytest
 
 from coordinator.errors import WhatIfError
 from coordinator.whatif.engine import simulate_job
+from coordinator.whatif.optimum import optimum_cost
 from coordinator.whatif.study import DEFAULT_POLICIES, policy_for
 from coordinator.whatif.traces import random_availability
 from coordinator.whatif.zones import ZoneSet
@@ -40,3 +41,44 @@ def test_zones_over_different_ticks_are_refused_by_name() -> None:
         ZoneSet.of({"a": [UP] * 3, "b": [UP] * 2})
     with pytest.raises(WhatIfError, match="at least one zone"):
         ZoneSet.of({})
+
+
+def test_a_launch_takes_the_steadiest_zone_or_by_name_the_first() -> None:
+    flaky = [UP, DOWN] * 40  # the zone the name order puts first
+    steady = [UP] * 80
+    history = {"a": [UP, DOWN] * 60, "b": [UP] * 120}  # the six hours before the window say as much
+    window = {"a": flaky, "b": steady}
+    steadiest = ZoneSet.of(window, history=history)
+    first = ZoneSet.of(window, history=history, choice="first")
+    assert (steadiest.pick(0), first.pick(0)) == (1, 0)
+    assert steadiest.pick(0, unless=steady) == 0 and steadiest.pick(1, unless=steady) is None
+    calm = simulate_job(policy_for("spot-only"), job(), steadiest, TICK)
+    tossed = simulate_job(policy_for("spot-only"), job(), first, TICK)
+    assert calm.interruptions == 0 and tossed.interruptions >= 1 and calm.cost_usd < tossed.cost_usd
+    # without history the first launch has nothing to go on (a tie, the order decides); later ones learn
+    learning = ZoneSet.of(window)
+    assert learning.pick(0) == 0 and learning.pick(2) == 1
+    with pytest.raises(WhatIfError, match="zone choice 'random'"):
+        ZoneSet.of(window, choice="random")
+
+
+def test_the_failover_optimum_bounds_failover_and_every_zone_alone() -> None:
+    rng = random.Random(9)
+    moved = 0  # cases where moving between zones beats the best zone held throughout
+    for case in range(12):
+        columns = {
+            name: list(random_availability(rng.choice([0.3, 0.6]), 600, TICK, 120, rng)) for name in "abc"
+        }
+        the_job = job(deadline=rng.choice([5400, 7200, 10800]))
+        best = optimum_cost(the_job, ZoneSet.of(columns), TICK)
+        alone = min(optimum_cost(the_job, column, TICK) for column in columns.values())
+        assert best <= alone + 1e-9
+        moved += best < alone - 1e-9
+        for choice in ("steadiest", "first"):
+            for name in DEFAULT_POLICIES:
+                outcome = simulate_job(policy_for(name), the_job, ZoneSet.of(columns, choice=choice), TICK)
+                if outcome.deadline_met:
+                    assert best <= outcome.cost_usd + 1e-9, (case, choice, name, best, outcome)
+    assert moved >= 2
+    one = list(random_availability(0.5, 600, TICK, 120, random.Random(2)))
+    assert optimum_cost(job(), ZoneSet.of({"only": one}), TICK) == optimum_cost(job(), one, TICK)
