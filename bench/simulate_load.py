@@ -109,14 +109,19 @@ def main() -> None:
         finally:
             for hog in hogs:
                 hog.terminate()
+        # read while the run folders exist (a temporary folder goes at the end of this block)
+        figures = (
+            summary(quiet_runs),
+            summary(loaded_runs),
+            savings(quiet_runs, fair),
+            savings(loaded_runs, fair),
+        )
     print(
         f"{args.pool} pool {quiet_settings.region} {quiet_settings.instance_type}, seed {args.seed}; quiet: "
         f"{quiet_seconds:.0f} s wall; beside {args.hogs} CPU hog(s): {loaded_seconds:.0f} s wall; savings "
         f"against the fair baseline ({fair.baseline})"
     )
-    print_table(
-        summary(quiet_runs), summary(loaded_runs), savings(quiet_runs, fair), savings(loaded_runs, fair)
-    )
+    print_table(*figures)
 
 
 def print_table(

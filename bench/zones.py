@@ -8,11 +8,15 @@ every zone is cut at the same ones, so a window of the region is the same hours 
 The job is bench/policies.py's (10 h of work on one instance, a 360-s changeover, the price table's
 p3.2xlarge prices). For each window: the job in each zone alone (the zone's own pool: what a fleet with one
 subnet gets), and the job with failover between the region's zones (`coordinator/whatif/zones.py`: a
-reclaimed spot instance is relaunched at once in a zone that has capacity). A job unfinished in its window
-is charged the rest at on-demand and misses its deadline.
+reclaimed spot instance is relaunched at once in a zone that has capacity), the zone chosen by name or by
+the last 6 hours' availability (the hours before the window count). A job unfinished in its window is
+charged the rest at on-demand and misses its deadline.
 
-Per region, deadline and policy: mean cost as a share of all on-demand, deadlines met, reclaims per job;
-for one zone, the mean over the region's zones. The saving is what failover takes off one zone's cost.
+Per region, deadline and policy: mean cost as a share of all on-demand and deadlines met, for one zone
+(the mean over the region's zones), the best zone (the one cheapest over these windows, in hindsight),
+failover by name and by availability; what failover by availability saves against the mean zone and the
+best one; and its cost against failover's optimum (`coordinator/whatif/optimum.py` over the zone set:
+the cheapest way to finish, knowing every zone's whole window).
 
 Then rebalance recommendations (`coordinator/whatif/rebalance.py`): the same windows with the replacement
 started `--leads` seconds before each reclaim (0: on the reclaim, as without recommendations), per policy
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import random
 import statistics
 from collections import defaultdict
@@ -33,9 +38,10 @@ from collections import defaultdict
 from bench.policies import DEADLINE_HOURS, job_for, load_traces, trace_options
 from coordinator.whatif.engine import Availability, simulate_job
 from coordinator.whatif.job import WhatIfJob
+from coordinator.whatif.optimum import optimum_cost
 from coordinator.whatif.study import WINDOW_DEADLINES, policy_for
 from coordinator.whatif.traces import AvailabilityTrace
-from coordinator.whatif.zones import ZoneSet
+from coordinator.whatif.zones import LOOKBACK_TICKS, ZoneSet
 
 POLICIES = ("spot-only", "hybrid", "deadline")
 REBALANCE_POLICIES = ("hybrid", "deadline")
@@ -61,6 +67,7 @@ def score(policy: str, job: WhatIfJob, available: Availability, gap: int) -> tup
 
 
 Scores = dict[tuple[float, str, str], list[tuple[float, bool, int, float]]]  # (deadline, policy, kind)
+KINDS = ("first", "steadiest")  # failover's zone choice: by name, or by the last 6 hours' availability
 
 
 def study(
@@ -71,6 +78,8 @@ def study(
     lead: int = 0,
     policies: tuple[str, ...] = POLICIES,
 ) -> Scores:
+    """Per deadline and policy: "zone NAME" (the job in that zone alone), "one zone" (all of them),
+    "first" and "steadiest" (failover by each zone choice); per deadline, ("optimum", "failover")."""
     gap = int(zones[0].gap_seconds)
     ticks = -(-WINDOW_DEADLINES * max(DEADLINE_HOURS) * 3_600 // gap)
     shortest = min(len(z.available) for z in zones)
@@ -81,10 +90,23 @@ def study(
         job = dataclasses.replace(job_for(hours), rebalance_lead_seconds=lead)
         for start in starts:
             windows = {z.name.split("_")[0]: z.window(start, ticks) for z in zones}
+            history = {
+                z.name.split("_")[0]: z.available[max(0, start - LOOKBACK_TICKS) : start] for z in zones
+            }
+            sets = {
+                "first": ZoneSet.of(windows, choice="first"),
+                "steadiest": ZoneSet.of(windows, history=history),
+            }
+            if lead == 0:
+                best = optimum_cost(job, sets["first"], gap)
+                scores[(hours, "optimum", "failover")].append((best, math.isfinite(best), 0, 0.0))
             for policy in policies:
-                for window in windows.values():
-                    scores[(hours, policy, "one zone")].append(score(policy, job, window, gap))
-                scores[(hours, policy, "failover")].append(score(policy, job, ZoneSet.of(windows), gap))
+                for name, window in windows.items():
+                    one = score(policy, job, window, gap)
+                    scores[(hours, policy, f"zone {name}")].append(one)
+                    scores[(hours, policy, "one zone")].append(one)
+                for kind, zone_set in sets.items():
+                    scores[(hours, policy, kind)].append(score(policy, job, zone_set, gap))
     return scores
 
 
@@ -98,29 +120,44 @@ def main() -> None:
         raise SystemExit(f"no region with two zones' traces in {args.traces}: give --traces <folder>")
     print(f"{len(traces)} traces from {args.traces}; {args.offsets} offsets per region, seed {args.seed}")
     print(
-        "| region (zones) | deadline | policy | one zone: cost / on-demand | met | reclaims | failover: "
-        "cost / on-demand | met | reclaims | failover saves |"
+        "Mean cost / all on-demand (deadlines met). One zone: the mean over the region's zones; best zone:\n"
+        "the zone cheapest over these windows (chosen in hindsight); failover by name (the first zone with\n"
+        "capacity) and by the steadiest zone (the last 6 hours' availability); the optimum: knowing every\n"
+        "zone's whole window, failover's lower bound."
+    )
+    print(
+        "| region (zones) | deadline | policy | one zone | best zone | failover by name | failover steadiest "
+        "| steadiest saves vs one zone | vs best zone | steadiest / optimum |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for region, zones in regions.items():
         scores = study(zones, args.offsets, args.seed)
         for hours in DEADLINE_HOURS:
-            gap = int(zones[0].gap_seconds)
-            on_demand = score("on-demand", job_for(hours), [True] * (2 * hours * 3_600 // gap), gap)[0]
-            for policy in POLICIES:
-                cells = []
-                means = []
-                for kind in ("one zone", "failover"):
-                    rows = scores[(hours, policy, kind)]
-                    mean = statistics.fmean(row[0] for row in rows)
-                    means.append(mean)
-                    met = sum(row[1] for row in rows) / len(rows)
-                    reclaims = statistics.fmean(row[2] for row in rows)
-                    cells.append(f"{mean / on_demand:.1%} | {met:.0%} | {reclaims:.1f}")
-                saving = (means[0] - means[1]) / means[0]
-                label = f"{region} ({len(zones)})"
-                print(f"| {label} | {hours} h | {policy} | {cells[0]} | {cells[1]} | {saving:.1%} |")
+            print_rows(f"{region} ({len(zones)})", hours, scores, int(zones[0].gap_seconds))
     print_rebalance(regions, args)
+
+
+def print_rows(label: str, hours: float, scores: Scores, gap: int) -> None:
+    on_demand = score("on-demand", job_for(hours), [True] * int(2 * hours * 3_600 // gap), gap)[0]
+    optimum = statistics.fmean(row[0] for row in scores[(hours, "optimum", "failover")])
+
+    def mean(kind: str, policy: str) -> float:
+        return statistics.fmean(row[0] for row in scores[(hours, policy, kind)])
+
+    def cell(kind: str, policy: str) -> str:
+        rows = scores[(hours, policy, kind)]
+        return f"{mean(kind, policy) / on_demand:.1%} ({sum(row[1] for row in rows) / len(rows):.0%})"
+
+    for policy in POLICIES:
+        zones = sorted(k for (h, p, k) in scores if h == hours and p == policy and k.startswith("zone "))
+        best = min(zones, key=lambda kind: mean(kind, policy))
+        steadiest = mean("steadiest", policy)
+        print(
+            f"| {label} | {hours} h | {policy} | {cell('one zone', policy)} | {best.removeprefix('zone ')} "
+            f"{cell(best, policy)} | {cell('first', policy)} | {cell('steadiest', policy)} | "
+            f"{1 - steadiest / mean('one zone', policy):.1%} | {1 - steadiest / mean(best, policy):.1%} | "
+            f"{steadiest / optimum:.2f}x |"
+        )
 
 
 def print_rebalance(regions: dict[str, list[AvailabilityTrace]], args: argparse.Namespace) -> None:
@@ -143,7 +180,7 @@ def print_rebalance(regions: dict[str, list[AvailabilityTrace]], args: argparse.
     for hours in DEADLINE_HOURS:
         on_demand = score("on-demand", job_for(hours), [True] * (2 * hours * 3_600 // gap), gap)[0]
         for policy in REBALANCE_POLICIES:
-            for kind in ("one zone", "failover"):
+            for kind in ("one zone", "steadiest"):
                 cells = []
                 for lead in leads:
                     rows = [row for scores in by_lead[lead] for row in scores[(hours, policy, kind)]]

@@ -5,7 +5,8 @@ keeps beside each matrix the fair baseline it is judged against (`fair.json`: th
 run the job over the regions the plan considered). Per pool, this gives the bar line
 (`coordinator/plan/bar.py`: savings against that baseline with the 95% interval of the mean, the rows
 done, and what stops the bar where it is not met) and the job time beside it, from the runs that kept
-their pace (as the rest of the report); a matrix without `fair.json` has no bar, and says so.
+their pace (as the rest of the report); a matrix without `fair.json` has no bar, and says so; one whose
+`fair.json` is not one stops the report with a line naming the file and field.
 
 Usage::
 
@@ -14,6 +15,7 @@ Usage::
 
 from __future__ import annotations
 
+from coordinator.errors import ReportError
 from coordinator.plan.bar import RELIABILITY_TARGET_PCT, SAVINGS_TARGET, Fair, bar_lines
 from reports.blocks import Block
 from reports.runs import CONFIGURATIONS, RunsFolder
@@ -48,7 +50,10 @@ def bar_blocks(pools: list[tuple[str, RunsFolder]]) -> list[Block]:
 
 
 def _one_pool(label: str, folder: RunsFolder) -> list[Block]:
-    fair = Fair.read(folder.path)
+    try:
+        fair = Fair.read(folder.path)
+    except ValueError as error:
+        raise ReportError(str(error)) from None
     if fair is None:
         return [Block("paragraph", f"**{label}**: no fair baseline recorded (`fair.json`), so no bar.")]
     costs = {c: [r.cost_usd for r in trusted(folder.of(c))] for c in CONFIGURATIONS if folder.of(c)}

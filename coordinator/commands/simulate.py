@@ -149,6 +149,9 @@ def simulate_command(args: argparse.Namespace) -> int:
     bars: list[str] = []
     for pool in args.pools:
         in_it = in_pool(settings, plan, pool, out if len(args.pools) == 1 else out / pool)
+        if pool == "planned":
+            first = plan.ranked[0].pool
+            print(f"\nplanned: the plan's cheapest pool, {first.name} ({first.throughput.describe()})")
         bars += _one_pool(in_it, plan, pool)
     if len(args.pools) > 1:
         print("\n".join(["", "side by side:", *bars]), flush=True)

@@ -19,6 +19,7 @@ Usage::
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -56,14 +57,29 @@ class Fair:
 
     @classmethod
     def read(cls, folder: Path) -> Fair | None:
-        """The folder's fair baseline; None when it has none (a matrix from before the planner) or it is
-        not one (a hand-edited file: the report then leaves the bar out rather than guess)."""
+        """The folder's fair baseline; None when it has none (a matrix from before the planner). One that
+        is not a fair baseline is a ValueError naming the file and the field."""
         path = folder / FAIR_FILE
+        if not path.is_file():
+            return None
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return cls(**{f.name: data[f.name] for f in fields(cls)})
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        except (OSError, ValueError) as error:
+            raise ValueError(f"{path}: not a fair baseline ({error})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: not a fair baseline (a JSON object was expected)")
+        values: dict[str, str | float] = {}
+        for f in fields(cls):
+            value = data.get(f.name)
+            if f.name == "baseline" and isinstance(value, str):
+                values[f.name] = value
+            elif f.name != "baseline" and isinstance(value, int | float) and not isinstance(value, bool):
+                if not math.isfinite(value):
+                    raise ValueError(f"{path}: field {f.name!r} is {value!r}")
+                values[f.name] = float(value)
+            else:
+                raise ValueError(f"{path}: field {f.name!r} is {value!r}")
+        return cls(**values)  # type: ignore[arg-type]
 
 
 def fair_savings(fair: Fair, costs: dict[str, list[float]]) -> tuple[float, dict[str, Savings]] | None:

@@ -5,6 +5,7 @@ two builds are identical, and missing, partial or corrupt runs are named."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import statistics
 import struct
@@ -185,7 +186,6 @@ def test_two_pools_head_the_report_with_each_pools_bar(runs_folder: Path, tmp_pa
     # the baseline's cost per row is half the pool's on-demand one: the runs' on-demand cost halves
     fair = Fair("us-east-1 c6i.xlarge on-demand", 1.0e-8, 2.0e-8, spot_per_row=0.3e-8, boots_only_savings=0.7)
     fair.write(parent / "planned")
-    (parent / "pinned" / FAIR_FILE).write_text("{not json")
     latest = subprocess.run(
         [sys.executable, "-m", "reports", "--out", str(tmp_path / "x")],
         capture_output=True,
@@ -221,6 +221,13 @@ def test_two_pools_head_the_report_with_each_pools_bar(runs_folder: Path, tmp_pa
     assert "## Results: planned pool (eu-south-2 c7i.xlarge)" in report
     assert "## Results: pinned pool (us-east-1 c7i.xlarge)" in report
     assert (tmp_path / "out" / "cost_per_run.png").is_file()
+    for text, why in (
+        ("{not json", "not a fair baseline (Expecting"),
+        ('{"baseline": 3}', "field 'baseline' is 3"),
+    ):
+        (parent / "pinned" / FAIR_FILE).write_text(text)
+        with pytest.raises(ReportError, match=rf"{parent / 'pinned' / FAIR_FILE}: {re.escape(why)}"):
+            build_report(parent, tmp_path / "bad")
 
 
 def test_missing_partial_and_corrupt_runs_are_named(runs_folder: Path, tmp_path: Path) -> None:

@@ -3,9 +3,13 @@ their 95% interval, and the input that stops a configuration short of 60%."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from pathlib import Path
 
-from coordinator.plan.bar import Fair, bar_lines
+import pytest
+
+from coordinator.plan.bar import FAIR_FILE, Fair, bar_lines
 
 # the pool's on-demand costs twice the baseline per row: its $2.00 runs are $1.00 at the baseline
 FAIR = Fair(
@@ -44,3 +48,25 @@ def test_the_price_ceiling_the_boots_and_reliability_are_named() -> None:
     assert bar_lines(FAIR, {"spot-only": [0.3]}, {}) == [
         "the bar: no on-demand runs to re-price at the fair baseline"
     ]
+
+
+def test_a_fair_baseline_is_kept_beside_its_matrix_and_read_back_checked(tmp_path: Path) -> None:
+    FAIR.write(tmp_path)
+    assert Fair.read(tmp_path) == FAIR
+    assert Fair.read(tmp_path / "elsewhere") is None  # a matrix from before the planner: no bar
+    path = tmp_path / FAIR_FILE
+    for text, why in (
+        ("[1]", "not a fair baseline (a JSON object was expected)"),
+        (path.read_text().replace('"baseline_per_row": ', '"baseline_per_row": "'), "not a fair baseline"),
+        (
+            path.read_text().replace('"spot_per_row": ', '"spot_per_row": true, "x": '),
+            "field 'spot_per_row' is True",
+        ),
+        (
+            path.read_text().replace('"boots_only_savings": 0.65', '"boots_only_savings": NaN'),
+            "field 'boots_only_savings' is nan",
+        ),
+    ):
+        path.write_text(text)
+        with pytest.raises(ValueError, match=re.escape(f"{path}: {why}")):
+            Fair.read(tmp_path)
