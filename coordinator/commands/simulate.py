@@ -151,7 +151,11 @@ def simulate_command(args: argparse.Namespace) -> int:
         in_it = in_pool(settings, plan, pool, out if len(args.pools) == 1 else out / pool)
         if pool == "planned":
             first = plan.ranked[0].pool
-            print(f"\nplanned: the plan's cheapest pool, {first.name} ({first.throughput.describe()})")
+            print(
+                f"\nplanned: the plan's cheapest pool, {first.name} ({first.throughput.describe()}); time "
+                f"scale {in_it.time_scale:g}: its workers ask this host for no more rows per wall second "
+                f"than {settings.instance_type}'s at {settings.time_scale:g}"
+            )
         bars += _one_pool(in_it, plan, pool)
     if len(args.pools) > 1:
         print("\n".join(["", "side by side:", *bars]), flush=True)

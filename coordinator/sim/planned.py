@@ -73,14 +73,27 @@ def fair_for(settings: SimulationSettings, plan: Plan) -> Fair:
     )
 
 
+def same_wall_load(pinned: SimulationSettings, planned: SimulationSettings) -> float:
+    """The time scale at which the planned type's workers ask this host for no more rows per wall second
+    than the pinned type's: a type twice as fast runs at half the time scale (its matrix takes twice the
+    wall time), or its workers fall behind their pace and every run is distorted (measured: c7i.2xlarge's
+    ten workers at 15x ran 30-60% behind on 2 cores, where c7i.xlarge's keep within 1%)."""
+    if not pinned.paced:
+        return pinned.time_scale
+    faster = planned.workload().wall_rows_per_second / pinned.workload().wall_rows_per_second
+    return pinned.time_scale / faster if faster > 1 else pinned.time_scale
+
+
 def in_pool(settings: SimulationSettings, plan: Plan, pool: str, out_dir: Path) -> SimulationSettings:
-    """The matrix's settings in `pool` ("planned": the plan's cheapest; "pinned": as given), its runs under
-    `out_dir`; job ids carry the pool's name, MLflow stays where the runs folder's would be."""
+    """The matrix's settings in `pool` ("planned": the plan's cheapest, at a time scale this host can pace;
+    "pinned": as given), its runs under `out_dir`; job ids carry the pool's name, MLflow stays where the
+    runs folder's would be."""
     if pool not in ("planned", "pinned"):
         raise SimulationError(f"unknown pool {pool!r}; valid: planned, pinned")
     if pool == "planned":
         first = plan.ranked[0].pool
-        settings = replace(settings, region=first.region, instance_type=first.instance_type)
+        moved = replace(settings, region=first.region, instance_type=first.instance_type)
+        settings = replace(moved, time_scale=same_wall_load(settings, moved))
     if out_dir == settings.out_dir:
         return settings
     return replace(
