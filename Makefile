@@ -25,7 +25,7 @@ data: setup  ## the default 10,000-sentence dataset (downloads the vaderSentimen
 model: data  ## fine-tune the offline MiniLM sentiment classifier (3 of 6 layers; about 4.5 minutes with its exports on 2 quiet cores, once)
 	$(SPOTBATCH) model build
 
-simulate: model  ## the main job: moto + stack, 3 on-demand, 8 spot-only, 8 hybrid, 8 deadline runs (19 min here); QUICK=1: about 6 minutes
+simulate: model  ## the main job in the planned pool and the pinned default: moto + stack, 3 on-demand, 8 spot-only, 8 hybrid, 8 deadline runs each (45 min here); QUICK=1: a few minutes per pool
 	$(SPOTBATCH) simulate $(if $(QUICK),--quick)
 
 whatif: setup  ## policies on a virtual clock against spot traces: TRACES=<folder or file> (default ../shared/data/spot-traces/...)
