@@ -20,7 +20,7 @@ from reports.distorted import with_distorted
 from reports.explain import first_principles_blocks, prediction_blocks
 from reports.pools import bar_blocks, pool_label
 from reports.render import to_html, to_markdown
-from reports.runs import RunsFolder, load_runs, pool_folders
+from reports.runs import POOLS, RunsFolder, load_runs, pool_folders
 from reports.tables import RELIABILITY_TARGET_PCT, SAVINGS_TARGET_PCT, ConfigRow, conclusions, config_rows
 
 STATE_DIAGRAM = """PENDING -> LAUNCHING -> RUNNING -> DONE
@@ -114,7 +114,7 @@ def _introduction(folder: RunsFolder) -> list[Block]:
         Block("heading", f"spotbatch: {_names(folder)} compared", level=1),
         Block(
             "paragraph",
-            f"Runs folder `{folder.path.name}`: {len(folder.runs)} runs of {s.get('rows')} rows on "
+            f"Runs folder `{_shown(folder.path)}`: {len(folder.runs)} runs of {s.get('rows')} rows on "
             f"{s.get('segments')} instances each; cloud time runs {scale:g}x the wall clock (all times and "
             f"bills below are in cloud time). Interruption model: {s.get('interruption_model')}.",
         ),
@@ -131,6 +131,11 @@ def _introduction(folder: RunsFolder) -> list[Block]:
         ),
         Block("code", STATE_DIAGRAM),
     ]
+
+
+def _shown(path: Path) -> str:
+    """A pool's matrix by its runs folder and pool (`simulate-<time>/planned`), a lone matrix by its name."""
+    return f"{path.parent.name}/{path.name}" if path.name in POOLS else path.name
 
 
 def _names(folder: RunsFolder) -> str:
