@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from coordinator.commands.simulate import POOLS, QUICK, measured_costs, parse_runs
-from coordinator.paths import default_dataset_path, default_model_dir
+from coordinator.commands.simulate import QUICK, measured_costs, parse_runs
+from coordinator.paths import SIMULATE_POOLS, default_dataset_path, default_model_dir
 from coordinator.plan.bar import Fair, fair_savings
 from coordinator.sim.matrix import simulate
 from coordinator.sim.planned import fair_for, in_pool, plan_for
@@ -87,7 +87,7 @@ def main() -> None:
         "--runs", type=parse_runs, default=parse_runs("on-demand=3,spot-only=3,hybrid=3,deadline=3")
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--pool", choices=POOLS, default="planned")
+    parser.add_argument("--pool", choices=SIMULATE_POOLS, default="planned")
     parser.add_argument("--keep", type=Path, help="keep both matrices' run folders under this folder")
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:

@@ -13,6 +13,9 @@ HOME_ENV = "SPOTBATCH_HOME"
 # the Terraform modules and stacks ship with the source tree, beside the packages
 REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout (an editable install)
 TERRAFORM_DIR = REPO_ROOT / "terraform"
+# `spotbatch simulate`'s matrices, each in a folder of its pool's name under the runs folder: the plan's
+# cheapest pool and the pinned us-east-1 default
+SIMULATE_POOLS = ("planned", "pinned")
 
 
 def checkout_first(environ: Mapping[str, str]) -> dict[str, str]:

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coordinator.errors import ReportError
+from coordinator.paths import SIMULATE_POOLS
 from reports.blocks import Block, money
 from reports.charts import draw_all, pick_timeline_run
 from reports.distorted import with_distorted
 from reports.explain import first_principles_blocks, prediction_blocks
 from reports.pools import bar_blocks, pool_label
 from reports.render import to_html, to_markdown
-from reports.runs import POOLS, RunsFolder, load_runs, pool_folders
+from reports.runs import RunsFolder, load_runs, pool_folders
 from reports.tables import RELIABILITY_TARGET_PCT, SAVINGS_TARGET_PCT, ConfigRow, conclusions, config_rows
 
 STATE_DIAGRAM = """PENDING -> LAUNCHING -> RUNNING -> DONE
@@ -135,7 +136,7 @@ def _introduction(folder: RunsFolder) -> list[Block]:
 
 def _shown(path: Path) -> str:
     """A pool's matrix by its runs folder and pool (`simulate-<time>/planned`), a lone matrix by its name."""
-    return f"{path.parent.name}/{path.name}" if path.name in POOLS else path.name
+    return f"{path.parent.name}/{path.name}" if path.name in SIMULATE_POOLS else path.name
 
 
 def _names(folder: RunsFolder) -> str:

@@ -14,9 +14,9 @@ from typing import Any
 
 from coordinator.cost.ledger import AttemptRecord, JobSummary, read_ledger
 from coordinator.errors import ReportError
+from coordinator.paths import SIMULATE_POOLS
 
 CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")  # as coordinator.sim.matrix runs them
-POOLS = ("planned", "pinned")  # `spotbatch simulate`'s matrices, each in a folder of its pool's name
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +89,7 @@ def pool_folders(path: Path) -> list[tuple[str, Path]]:
     folder), else each pool's folder inside it, planned first; [] when it holds none."""
     if (path / "simulation.json").is_file():
         return [("", path)]
-    return [(pool, path / pool) for pool in POOLS if (path / pool / "simulation.json").is_file()]
+    return [(pool, path / pool) for pool in SIMULATE_POOLS if (path / pool / "simulation.json").is_file()]
 
 
 def latest_runs_folder(runs_dir: Path) -> Path:

@@ -13,13 +13,12 @@ from typing import TYPE_CHECKING
 from coordinator.commands.options import Subcommands, add_budget_options
 from coordinator.cost.budget import parse_amount
 from coordinator.errors import ConfigError
-from coordinator.paths import default_dataset_path, default_model_dir, runs_dir
+from coordinator.paths import SIMULATE_POOLS, default_dataset_path, default_model_dir, runs_dir
 
 if TYPE_CHECKING:
     from coordinator.plan.planner import Plan
     from coordinator.sim.settings import SimulatedRun, SimulationSettings
 
-POOLS = ("planned", "pinned")  # `coordinator/sim/planned.py`: in_pool
 SIMULATED_CEILING_USD = 2_000.0  # simulated dollars: the matrix's own ceiling, in its own spend log
 QUICK: dict[str, str | int] = {
     "runs": "on-demand=1,spot-only=2,hybrid=2,deadline=2",
@@ -46,9 +45,9 @@ def parse_runs(text: str) -> dict[str, int]:
 
 def parse_pools(text: str) -> tuple[str, ...]:
     pools = tuple(dict.fromkeys(filter(None, (part.strip() for part in text.split(",")))))
-    unknown = [p for p in pools if p not in POOLS]
+    unknown = [p for p in pools if p not in SIMULATE_POOLS]
     if unknown or not pools:
-        raise argparse.ArgumentTypeError(f"--pools {text!r}: expected some of {','.join(POOLS)}")
+        raise argparse.ArgumentTypeError(f"--pools {text!r}: expected some of {','.join(SIMULATE_POOLS)}")
     return pools
 
 
@@ -101,7 +100,7 @@ def add_parser(commands: Subcommands) -> None:
     sim.add_argument(
         "--pools",
         type=parse_pools,
-        default=POOLS,
+        default=SIMULATE_POOLS,
         help="run the matrix in these pools, side by side: planned (the plan's cheapest region and type), "
         "pinned (the stack's us-east-1 c7i.xlarge); default planned,pinned, each in a folder of its name",
     )

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from coordinator.cost.pricing import PriceTable
 from coordinator.errors import SimulationError
+from coordinator.paths import SIMULATE_POOLS
 from coordinator.plan.bar import Fair
 from coordinator.plan.planner import Job, Plan, make_plan, median_pool
 from coordinator.plan.throughput import Throughputs
@@ -88,8 +89,8 @@ def in_pool(settings: SimulationSettings, plan: Plan, pool: str, out_dir: Path) 
     """The matrix's settings in `pool` ("planned": the plan's cheapest, at a time scale this host can pace;
     "pinned": as given), its runs under `out_dir`; job ids carry the pool's name, MLflow stays where the
     runs folder's would be."""
-    if pool not in ("planned", "pinned"):
-        raise SimulationError(f"unknown pool {pool!r}; valid: planned, pinned")
+    if pool not in SIMULATE_POOLS:
+        raise SimulationError(f"unknown pool {pool!r}; valid: {', '.join(SIMULATE_POOLS)}")
     if pool == "planned":
         first = plan.ranked[0].pool
         moved = replace(settings, region=first.region, instance_type=first.instance_type)

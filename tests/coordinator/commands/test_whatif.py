@@ -115,15 +115,7 @@ def test_whatif_cli_on_a_fixture_trace(tmp_path: Path) -> None:
             "--zones: fails over between two or more --trace files (with --model trace)",
         ),
         (
-            [
-                "--zones",
-                "--trace",
-                str(TRACES / "synthetic-zone.json"),
-                "--work-hours",
-                "1",
-                "--deadline-hours",
-                "2",
-            ],
+            ["--zones", "--trace", str(TRACES / "synthetic-zone.json"), *ONE_HOUR[2:]],
             "--zones: fails over between two or more --trace files, got 1",
         ),
         (
