@@ -49,7 +49,7 @@ def test_one_seed_runs_the_same_run_in_two_folders(
             runs={"spot-only": 1},
             rows=1_200,
             segments=3,
-            interruption_probability=0.6,
+            interruption_probability=0.95,
             seed=11,
             mlflow=False,
         )
