@@ -38,8 +38,9 @@ def test_one_seed_runs_the_same_run_in_two_folders(
     tmp_path: Path, tiny_model_dir: Path, sentences_parquet: Path, deployed_stack: Infrastructure
 ) -> None:
     """Real workers, paced, twice at one seed into two runs folders: the same attempts are reclaimed and
-    relaunched, and the bills agree within what a coordinator cycle of real time moves them (each attempt
-    ends on a wall clock read 15x; a cycle is one wall second)."""
+    relaunched (but for at most one reclaim that lands at the very end of an attempt's work: `flips`), and
+    where none parted, the bills agree within what a coordinator cycle of real time moves them (each
+    attempt ends on a wall clock read 15x; a cycle is one wall second)."""
 
     def one(folder: str) -> tuple[list[tuple[str, str, str]], float, bool]:
         settings = SimulationSettings(
@@ -61,7 +62,31 @@ def test_one_seed_runs_the_same_run_in_two_folders(
         return sorted(attempts), run.cost_usd, bool(run.pace.get("distorted"))
 
     first, second = one("simulate-20261206T170000Z"), one("simulate-20261206T180000Z")
-    assert first[0] == second[0]  # the same attempts, reclaimed or done alike
     assert any(reason == "interrupted" for _, _, reason in first[0])  # the seed does reclaim some
-    if not (first[2] or second[2]):  # a run whose workers fell behind their pace bills the host, not the seed
+    assert flips(first[0], second[0]) <= 1, (first, second)
+    if flips(first[0], second[0]) == 0 and not (first[2] or second[2]):
+        # a run whose workers fell behind bills the host, and a flip bills another attempt
         assert second[1] == pytest.approx(first[1], rel=0.05), (first, second)
+
+
+def flips(first: list[tuple[str, str, str]], second: list[tuple[str, str, str]]) -> int:
+    """Segments whose attempts differ. The two runs must agree attempt by attempt; the one place real
+    processes may part them is a reclaim drawn within seconds of the end of an attempt's work: the same
+    attempt is then done in one run and interrupted in the other (the attempts after it follow from that).
+    CI saw it once at a reclaim chance of 0.95 (attempt 5 of a segment)."""
+
+    def by_segment(attempts: list[tuple[str, str, str]]) -> dict[str, list[tuple[str, str]]]:
+        segments: dict[str, list[tuple[str, str]]] = {}
+        for segment, attempt, reason in attempts:
+            segments.setdefault(segment, []).append((attempt, reason))
+        return segments
+
+    a, b = by_segment(first), by_segment(second)
+    assert a.keys() == b.keys()
+    parted = 0
+    for segment in a:
+        shorter = min(len(a[segment]), len(b[segment]))
+        assert a[segment][: shorter - 1] == b[segment][: shorter - 1], segment  # alike up to the edge
+        assert a[segment][shorter - 1][0] == b[segment][shorter - 1][0], segment  # the same attempt there
+        parted += a[segment] != b[segment]
+    return parted
