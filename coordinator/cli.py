@@ -21,6 +21,7 @@ from coordinator.commands import (
     budget,
     burst,
     data,
+    fetch,
     image,
     infra,
     model,
@@ -56,6 +57,7 @@ COMMANDS = (
     plan,
     run,
     status,
+    fetch,
     simulate,
     whatif,
     burst,
@@ -67,7 +69,19 @@ COMMANDS = (
 # the user's alone, 0600 in 0700 folders. Builds (data, model, image) keep the usual modes: the worker
 # image's own user must read the model.
 PRIVATE_COMMANDS = frozenset(
-    {"budget", "preflight", "infra", "policy", "run", "status", "simulate", "whatif", "burst", "report"}
+    {
+        "budget",
+        "preflight",
+        "infra",
+        "policy",
+        "run",
+        "status",
+        "fetch",
+        "simulate",
+        "whatif",
+        "burst",
+        "report",
+    }
 )
 
 

@@ -1,9 +1,10 @@
 """Checkpoints and output parts of a segment, and reading a finished segment's output back.
 
 Order of writes, so that a crash can only redo work, never lose or duplicate it:
-1. the part (a CSV of `id,prediction,score` whose key is fixed by the chunk's row range, batch range and
-   the attempt that wrote it),
-2. the checkpoint, which lists every part that counts, written only over the version its writer read.
+1. the part (a Parquet file of `id, prediction, score` whose key is fixed by the chunk's row range, batch
+   range and the attempt that wrote it),
+2. the checkpoint, which lists every part that counts, written only over the version its writer read, with
+   the digest of the ids those parts hold (`digest.py`) and the segment's first and last id once written.
 
 A part written before a crash, or by an attempt whose checkpoint write was refused, is an orphan: nothing
 reads it, and the attempt that finishes the segment deletes it. Two attempts of one segment never share a
@@ -13,20 +14,23 @@ keys, under the job's output prefix, are in `layout.py`.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import logging
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from inference.digest import from_text
 from inference.errors import CheckpointError
 from inference.layout import checkpoint_key, parts_prefix
 from inference.storage import ObjectStore
 from inference.store_errors import ObjectNotFound
 
 PART_COLUMNS = ("id", "prediction", "score")
+ZERO_DIGEST = "0" * 16
 log = logging.getLogger(__name__)
 
 
@@ -43,6 +47,9 @@ class Checkpoint:
     done: bool = False
     attempt: str = ""
     updated_at: float = 0.0
+    digest: str = ZERO_DIGEST  # of the ids in the parts it lists (`digest.py`), 16 hex digits
+    first_id: str = ""  # the segment's first and last row's id, as text, once a part holding it is listed
+    last_id: str = ""
 
     def matches(self, other: Checkpoint) -> bool:
         """Same segment and the same batch plan: only then can one resume the other."""
@@ -68,6 +75,7 @@ class Checkpoint:
                 raise TypeError(f"a part it lists is not a key under {prefix}")
             if not 0 <= checkpoint.rows_done <= checkpoint.stop - checkpoint.start:
                 raise TypeError(f"rows_done {checkpoint.rows_done} is outside its rows")
+            from_text(checkpoint.digest, "its digest")
         except (ValueError, TypeError, RecursionError) as error:  # not UTF-8, not JSON, too deep, wrong keys
             raise CheckpointError(
                 f"{where}: corrupt checkpoint ({type(error).__name__}: {str(error)[:120]})"
@@ -87,6 +95,9 @@ FIELD_TYPES = {
     "done": bool,
     "attempt": str,
     "updated_at": float,
+    "digest": str,
+    "first_id": str,
+    "last_id": str,
 }
 
 
@@ -128,25 +139,27 @@ def save_checkpoint(store: ObjectStore, checkpoint: Checkpoint, version: str | N
     return store.put_if(checkpoint_key(checkpoint.segment_id), checkpoint.to_json(), version)
 
 
-def encode_part(rows: list[tuple[Any, str, float]]) -> bytes:
-    buffer = io.StringIO(newline="")
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(PART_COLUMNS)
-    for row_id, label, score in rows:
-        writer.writerow((row_id, label, repr(score)))
-    return buffer.getvalue().encode()
+def encode_part(ids: pa.Array, labels: list[str], scores: list[float]) -> bytes:
+    """A part: the ids (their input type kept), the predicted labels and scores, as Parquet."""
+    table = pa.table(
+        {"id": ids, "prediction": pa.array(labels, pa.string()), "score": pa.array(scores, pa.float64())}
+    )
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
 
 
-def decode_part(data: bytes, where: str = "part") -> list[tuple[str, str, float]]:
+def decode_part(data: bytes, where: str = "part") -> pa.Table:
     """A part's rows; a part that is not what a worker writes is a `CheckpointError` naming it."""
     try:
-        reader = csv.reader(io.StringIO(data.decode(), newline=""))
-        header = next(reader, [])
-        if tuple(header) != PART_COLUMNS:
-            raise ValueError(f"its header {header[:3]} is not {list(PART_COLUMNS)}")
-        return [(row_id, label, float(score)) for row_id, label, score in reader]
-    except (ValueError, csv.Error) as error:  # not UTF-8, not 3 fields, a score that is not a number
+        table = pq.read_table(io.BytesIO(data))
+    except (pa.ArrowException, OSError, ValueError) as error:
         raise CheckpointError(f"{where}: corrupt part ({str(error)[:120]})") from None
+    if tuple(table.column_names) != PART_COLUMNS:
+        raise CheckpointError(
+            f"{where}: corrupt part (its columns {table.column_names[:3]} are not {list(PART_COLUMNS)})"
+        )
+    return table
 
 
 def remove_orphan_parts(store: ObjectStore, checkpoint: Checkpoint) -> list[str]:
@@ -161,15 +174,25 @@ def remove_orphan_parts(store: ObjectStore, checkpoint: Checkpoint) -> list[str]
     return orphans
 
 
-def read_segment_output(store: ObjectStore, segment_id: str) -> list[tuple[str, str, float]]:
-    """The rows of a finished segment, in part order; raises unless the checkpoint says done."""
+def read_segment_table(store: ObjectStore, segment_id: str) -> pa.Table:
+    """A finished segment's rows (`PART_COLUMNS`) in part order; raises unless its checkpoint says done."""
     checkpoint = load_checkpoint(store, segment_id)
     if checkpoint is None or not checkpoint.done:
         raise CheckpointError(f"{store.uri}: segment {segment_id} is not done")
-    rows = [row for key in checkpoint.parts for row in decode_part(store.get(key), f"{store.uri}/{key}")]
-    if len(rows) != checkpoint.stop - checkpoint.start:
+    parts = [decode_part(store.get(key), f"{store.uri}/{key}") for key in checkpoint.parts]
+    rows = sum(part.num_rows for part in parts)
+    if rows != checkpoint.stop - checkpoint.start:
         raise CheckpointError(
-            f"{store.uri}: segment {segment_id} has {len(rows)} rows in its parts, expected "
+            f"{store.uri}: segment {segment_id} has {rows} rows in its parts, expected "
             f"{checkpoint.stop - checkpoint.start}"
         )
-    return rows
+    return pa.concat_tables(parts)
+
+
+def read_segment_output(store: ObjectStore, segment_id: str) -> list[tuple[str, str, float]]:
+    """A small finished segment's rows as `(id as text, prediction, score)`, in part order."""
+    table = read_segment_table(store, segment_id)
+    ids = [str(row_id) for row_id in table.column("id").to_pylist()]
+    return list(
+        zip(ids, table.column("prediction").to_pylist(), table.column("score").to_pylist(), strict=True)
+    )

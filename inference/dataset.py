@@ -1,16 +1,22 @@
-"""The canonical dataset: how it is written (small row groups) and how a worker reads its segment of it.
+"""The canonical dataset: how it is written (row groups sized for the job) and how a worker streams its
+segment of it.
 
-The canonical dataset is a Parquet file with columns `id` (int64 or string, unique), `text` (string) and,
-when known, `label` (string). It is written with small row groups so that a worker reads only the row
-groups of its own segment. `spotbatch data prepare` (`coordinator/build/user_dataset.py`) turns a user's
-file into it; a problem found here names the object, the column and the row.
+The canonical dataset is one or more Parquet files with columns `id` (int64 or string, unique), `text`
+(string) and, when known, `label` (string). `spotbatch data prepare` (`coordinator/build/user_dataset.py`)
+turns a user's file into it, with row groups of about `ROW_GROUP_BYTES` (a few for a small file, one per
+64 MB or so of a big one: a footer stays small, and a reader fetches whole column chunks in few requests).
+
+A worker reads only its segment's file: its footer, then the row groups that overlap the segment, one
+record batch at a time (`SegmentReader.chunks`), so its memory is bounded by a chunk and a row group, not by
+the segment. A problem found here names the object, the column and the row.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,61 +25,129 @@ from inference.errors import InputDataError
 from inference.storage import ObjectStore
 from inference.store_errors import ObjectNotFound
 
-ROW_GROUP_SIZE = 500  # a 10,000-row dataset split in 10-40 segments still reads a few row groups each
+ROW_GROUP_BYTES = 96 * 2**20  # uncompressed: in the 64-128 MB most Parquet readers are tuned for
+MIN_ROW_GROUP_ROWS = 1_000
+
+
+def row_group_rows(table: pa.Table) -> int:
+    """Rows per row group for about `ROW_GROUP_BYTES` of this table."""
+    per_row = table.nbytes / max(table.num_rows, 1)
+    return max(MIN_ROW_GROUP_ROWS, int(ROW_GROUP_BYTES / max(per_row, 1.0)))
 
 
 def write_dataset(table: pa.Table, destination: Path) -> None:
     destination.parent.mkdir(parents=True, exist_ok=True)
     tmp = destination.with_name(f".{destination.name}.tmp")
-    pq.write_table(table, tmp, row_group_size=ROW_GROUP_SIZE)
+    pq.write_table(table, tmp, row_group_size=row_group_rows(table))
     tmp.replace(destination)
 
 
 @dataclass(frozen=True, slots=True)
-class SegmentRows:
-    ids: list[Any]
+class Chunk:
+    """Rows `[first, first + len(texts))` of a segment (offsets from the segment's first row)."""
+
+    first: int
+    ids: pa.Array
     texts: list[str]
 
 
-def read_segment(
-    store: ObjectStore, key: str, start: int, stop: int, *, text_column: str = "text", id_column: str = "id"
-) -> SegmentRows:
-    """Read rows `[start, stop)` of a Parquet object, touching only the row groups that overlap them."""
-    where = f"{store.uri}/{key}"
+class SegmentReader:
+    """Rows `[start, stop)` of one Parquet object, streamed in chunks; opening it reads only the footer."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        key: str,
+        start: int,
+        stop: int,
+        *,
+        text_column: str = "text",
+        id_column: str = "id",
+    ) -> None:
+        self.where = f"{store.uri}/{key}"
+        self.start, self.stop = start, stop
+        self.columns = (id_column, text_column)
+        self._handle = _open(store, key, self.where)
+        self._parquet = pq.ParquetFile(self._handle)
+        names = self._parquet.schema_arrow.names
+        for column in self.columns:
+            if column not in names:
+                self.close()
+                raise InputDataError(
+                    f"{self.where}: column {column!r} not found; columns are: {', '.join(names)}"
+                )
+        total = self._parquet.metadata.num_rows
+        if not 0 <= start < stop <= total:
+            self.close()
+            raise InputDataError(
+                f"{self.where}: segment rows [{start}, {stop}) outside the dataset's {total} rows"
+            )
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> SegmentReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _groups_from(self, row: int) -> tuple[list[int], int]:
+        """The row groups that overlap `[row, stop)` and the file row the first of them starts at."""
+        groups: list[int] = []
+        first_row, offset = row, 0
+        metadata = self._parquet.metadata
+        for index in range(metadata.num_row_groups):
+            size = metadata.row_group(index).num_rows
+            if offset < self.stop and offset + size > row:
+                first_row = offset if not groups else first_row
+                groups.append(index)
+            offset += size
+        return groups, first_row
+
+    def chunks(self, chunk_rows: int, first_chunk: int = 0) -> Iterator[Chunk]:
+        """The segment's chunks of `chunk_rows` rows from `first_chunk` on, one record batch in memory."""
+        begin = self.start + first_chunk * chunk_rows
+        groups, position = self._groups_from(begin)
+        pending: list[pa.RecordBatch] = []
+        pending_rows, first = 0, begin - self.start
+        batches = self._parquet.iter_batches(
+            batch_size=min(chunk_rows, 65_536), row_groups=groups, columns=list(self.columns)
+        )
+        for batch in batches:
+            low, high = max(begin - position, 0), min(self.stop - position, batch.num_rows)
+            position += batch.num_rows
+            if high <= low:
+                continue
+            pending.append(batch.slice(low, high - low))
+            pending_rows += high - low
+            while pending_rows >= chunk_rows or (pending_rows and position >= self.stop):
+                table = pa.Table.from_batches(pending)
+                take = min(chunk_rows, pending_rows)
+                yield self._chunk(first, table.slice(0, take))
+                rest = table.slice(take)
+                pending, pending_rows, first = rest.to_batches(), rest.num_rows, first + take
+            if position >= self.stop:
+                return
+
+    def _chunk(self, first: int, table: pa.Table) -> Chunk:
+        id_column, text_column = self.columns
+        texts = table.column(text_column).to_pylist()
+        for number, text in enumerate(texts, start=self.start + first + 1):
+            if not isinstance(text, str):
+                raise InputDataError(
+                    f"{self.where}: column {text_column!r}, row {number}: expected text, got {text!r}; "
+                    "prepare the data with `spotbatch data prepare` first"
+                )
+        return Chunk(first, table.column(id_column).combine_chunks(), texts)
+
+
+def _open(store: ObjectStore, key: str, where: str) -> BinaryIO:
     try:
-        opened = store.open_read(key)
+        return store.open_read(key)
     except ObjectNotFound:
         raise InputDataError(f"{where}: no such object") from None
     except PermissionError as error:  # S3's 403, or a local file the worker may not read
         raise InputDataError(
             f"{where}: access denied ({error.strerror})" if error.strerror else str(error)
         ) from None
-    with opened as handle:
-        parquet = pq.ParquetFile(handle)
-        names = parquet.schema_arrow.names
-        for column in (id_column, text_column):
-            if column not in names:
-                raise InputDataError(f"{where}: column {column!r} not found; columns are: {', '.join(names)}")
-        total = parquet.metadata.num_rows
-        if not 0 <= start < stop <= total:
-            raise InputDataError(
-                f"{where}: segment rows [{start}, {stop}) outside the dataset's {total} rows"
-            )
-        groups, first_row, offset = [], None, 0
-        for index in range(parquet.metadata.num_row_groups):
-            size = parquet.metadata.row_group(index).num_rows
-            if offset < stop and offset + size > start:
-                groups.append(index)
-                first_row = offset if first_row is None else first_row
-            offset += size
-        table = parquet.read_row_groups(groups, columns=[id_column, text_column])
-    assert first_row is not None
-    table = table.slice(start - first_row, stop - start)
-    texts = table.column(text_column).to_pylist()
-    for number, text in enumerate(texts, start=start + 1):
-        if not isinstance(text, str):
-            raise InputDataError(
-                f"{where}: column {text_column!r}, row {number}: expected text, got {text!r}; "
-                "prepare the data with `spotbatch data prepare` first"
-            )
-    return SegmentRows(ids=table.column(id_column).to_pylist(), texts=texts)

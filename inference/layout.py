@@ -1,10 +1,12 @@
 """Where a job's objects live in the bucket: one definition, read by the worker and by the coordinator.
 
     data/<dataset>.parquet                                   the input (workers may only read it)
-    jobs/<job>/parts/<segment>/<start:08d>-<stop:08d>.<w>.csv            a whole chunk's predictions
-    jobs/<job>/parts/<segment>/<start>-<stop>.b<i:03d>-<j:03d>.<w>.csv   batches [i, j) of a chunk
+    jobs/<job>/parts/<segment>/<start:08d>-<stop:08d>.<w>.parquet            a whole chunk's predictions
+    jobs/<job>/parts/<segment>/<start>-<stop>.b<i:03d>-<j:03d>.<w>.parquet   batches [i, j) of a chunk
     jobs/<job>/checkpoints/<segment>.json                    which parts count, and where to resume
     jobs/<job>/heartbeats/<segment>.json                     the worker's latest beat
+    jobs/<job>/manifests/<segment>.json                      a done segment's parts, rows and id digest
+    jobs/<job>/manifest.json                                 the job's result: every part, rows, digest
 
 Keys below `jobs/<job>/` are relative to the job's prefix: the worker is given `s3://<bucket>/jobs/<job>` as
 its output prefix. `<w>` is 12 hex digits of the writing attempt's id (no `.<w>` for a run outside a job):
@@ -38,6 +40,13 @@ def heartbeat_key(segment_id: str) -> str:
     return f"heartbeats/{segment_id}.json"
 
 
+def manifest_key(segment_id: str) -> str:
+    return f"manifests/{segment_id}.json"
+
+
+JOB_MANIFEST_KEY = "manifest.json"
+
+
 def parts_prefix(segment_id: str) -> str:
     return f"parts/{segment_id}/"
 
@@ -51,7 +60,7 @@ def part_key(
         stem += f".b{batches[0]:03d}-{batches[1]:03d}"
     if attempt:
         stem += f".{writer_tag(attempt)}"
-    return f"{parts_prefix(segment_id)}{stem}.csv"
+    return f"{parts_prefix(segment_id)}{stem}.parquet"
 
 
 def writer_tag(attempt: str) -> str:

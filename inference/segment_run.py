@@ -9,7 +9,11 @@ conditional PutObject, `If-Match`). Once a newer attempt has claimed the segment
 running (an instance the coordinator gave up on, never told to stop) has its next checkpoint write refused
 and stops (`Superseded`): it cannot list a part, and a part it wrote has a key no newer attempt lists.
 Parts no checkpoint lists are deleted only when the segment is done. It also re-reads the claim before each
-part, so that a superseded attempt rarely writes one at all.
+part, so that a superseded attempt rarely writes one at all. Once done, it writes the segment's manifest
+(`manifest.py`) from its done checkpoint.
+
+The segment is streamed a chunk at a time (`dataset.SegmentReader`), planned chunk by chunk
+(`plan.ChunkGrid`): memory holds one chunk's rows and results, whatever the segment's size.
 
 Usage::
 
@@ -22,36 +26,29 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from inference.checkpoint import (
     Checkpoint,
-    encode_part,
     load_versioned_checkpoint,
     remove_orphan_parts,
     save_checkpoint,
 )
+from inference.chunk_work import ChunkWork, write_part
 from inference.classifier import Classifier
 from inference.config import WorkerConfig
-from inference.dataset import SegmentRows, read_segment
+from inference.dataset import SegmentReader
+from inference.digest import add_digests, as_text, from_text
 from inference.errors import CheckpointError, ModelLoadError, Superseded
 from inference.heartbeat import HeartbeatWriter
 from inference.host_hook import installed
 from inference.interruption import StopSignal
-from inference.layout import part_key
-from inference.plan import Batch, BatchPlan, plan_batches
+from inference.manifest import write_segment_manifest
+from inference.plan import Batch, ChunkGrid
 from inference.storage import ObjectStore, open_store, split_uri
 from inference.store_errors import ConditionFailed
 
 log = logging.getLogger("inference.worker")
 CLAIM_TRIES = 5  # a claim refused because another writer got in between the read and the write is retried
-
-
-@dataclass(frozen=True, slots=True)
-class _Work:
-    rows: SegmentRows
-    lengths: list[int]
-    plan: BatchPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,101 +136,91 @@ class SegmentRun:
             if orphans:
                 log.info("removed %d part(s) no checkpoint lists: %s", len(orphans), orphans)
 
-    def _write_part(
-        self, plan: BatchPlan, ids: list[Any], first: int, stop: int, results: dict[int, Any]
-    ) -> str:
-        """Write batches [first, stop) of one chunk as a part; returns its key."""
-        c = self.config
-        chunk = plan.batches[first].chunk
-        chunk_first, chunk_stop = plan.chunk_range(chunk)
-        chunk_batch0 = plan.first_batch_of_chunk(chunk)
-        whole = first == chunk_batch0 and plan.is_chunk_end(stop - 1)
-        key = part_key(
-            c.segment_id,
-            c.start + chunk_first,
-            c.start + chunk_stop,
-            None if whole else (first - chunk_batch0, stop - chunk_batch0),
-            c.attempt,
-        )
-        offsets = sorted(offset for batch in plan.batches[first:stop] for offset in batch.rows)
-        self.store.put(key, encode_part([(ids[o], *results[o]) for o in offsets]))
-        return key
-
     def run(self, classifier: Classifier, heartbeat: HeartbeatWriter) -> WorkerOutcome:
         c = self.config
         total = c.stop - c.start
-        work = self._plan(classifier)
-        installed().until_ready(self.stop.wait)  # the machine's, if it stands in for one (host_hook.py)
-        if self.stop.wait(0):  # told to stop while booting: nothing claimed, computed or saved
-            found = load_versioned_checkpoint(self.store, c.segment_id, corrupt_as_absent=True)[0]
-            rows = found.rows_done if found else 0
-            log.info("stopping (%s) before the first batch; checkpoint at %d rows", self.stop.reason, rows)
-            return WorkerOutcome("draining", rows, total, 0, 0)
-        checkpoint = self._resume_checkpoint()
-        if checkpoint.done:
-            log.info("segment %s already done (%d rows); nothing to do", c.segment_id, checkpoint.rows_done)
-            return WorkerOutcome("done", checkpoint.rows_done, total, 0, 0)
-        log.info(
-            "segment %s rows [%d, %d): %d batches, resuming at batch %d (%d rows done)",
-            c.segment_id,
-            c.start,
-            c.stop,
-            len(work.plan.batches),
-            checkpoint.next_batch,
-            checkpoint.rows_done,
-        )
-        heartbeat.update(rows_done=checkpoint.rows_done, next_batch=checkpoint.next_batch)
-        return self._run_batches(classifier, heartbeat, checkpoint, work)
-
-    def _plan(self, classifier: Classifier) -> _Work:
-        """The segment's rows and the batch plan over them (fixed by the texts: a resume plans the same)."""
-        c = self.config
+        grid = ChunkGrid(total, c.batch_size, c.checkpoint_every)
         input_parent, input_key = split_uri(c.input_uri)
-        rows = read_segment(
+        with SegmentReader(
             open_store(input_parent),
             input_key,
             c.start,
             c.stop,
             text_column=c.text_column,
             id_column=c.id_column,
-        )
-        lengths = classifier.token_lengths(rows.texts)
-        return _Work(rows, lengths, plan_batches(lengths, c.batch_size, c.checkpoint_every))
+        ) as reader:  # the footer now: a missing column or row range is found before the machine is up
+            installed().until_ready(self.stop.wait)  # the machine's, if it stands in for one (host_hook.py)
+            if self.stop.wait(0):  # told to stop while booting: nothing claimed, computed or saved
+                found = load_versioned_checkpoint(self.store, c.segment_id, corrupt_as_absent=True)[0]
+                rows = found.rows_done if found else 0
+                log.info(
+                    "stopping (%s) before the first batch; checkpoint at %d rows", self.stop.reason, rows
+                )
+                return WorkerOutcome("draining", rows, total, 0, 0)
+            checkpoint = self._resume_checkpoint()
+            if checkpoint.done:
+                log.info(
+                    "segment %s already done (%d rows); nothing to do", c.segment_id, checkpoint.rows_done
+                )
+                write_segment_manifest(
+                    self.store, checkpoint
+                )  # again: the last attempt may have died before it
+                return WorkerOutcome("done", checkpoint.rows_done, total, 0, 0)
+            log.info(
+                "segment %s rows [%d, %d): %d batches, resuming at batch %d (%d rows done)",
+                c.segment_id,
+                c.start,
+                c.stop,
+                grid.batches,
+                checkpoint.next_batch,
+                checkpoint.rows_done,
+            )
+            heartbeat.update(rows_done=checkpoint.rows_done, next_batch=checkpoint.next_batch)
+            return self._run_chunks(classifier, heartbeat, checkpoint, reader, grid)
 
-    def _run_batches(
+    def _run_chunks(
         self,
         classifier: Classifier,
         heartbeat: HeartbeatWriter,
         checkpoint: Checkpoint,
-        work: _Work,
+        reader: SegmentReader,
+        grid: ChunkGrid,
     ) -> WorkerOutcome:
-        """Every batch from the checkpoint on; a part and a checkpoint at each chunk's end and on a stop."""
+        """Every batch from the checkpoint on, a chunk at a time; a part and a checkpoint at each chunk's end
+        and on a stop."""
         results: dict[int, tuple[str, float]] = {}
-        part_first = checkpoint.next_batch
         batches_run = truncated = 0
         rows_at_resume = rows_done = checkpoint.rows_done
         started = time.monotonic()
         hook = installed()
-        for batch in work.plan.batches[checkpoint.next_batch :]:
-            truncated += self._predict(classifier, work, batch, results)
-            batches_run += 1
-            rows_done += len(batch.rows)
-            hook.after_batch(rows_done - rows_at_resume)
-            rate = (rows_done - rows_at_resume) / (time.monotonic() - started)
-            heartbeat.update(rows_done=rows_done, next_batch=batch.index + 1, rows_per_s=round(rate, 2))
-            stopping = self.stop.requested
-            if work.plan.is_chunk_end(batch.index) or stopping:
-                self._commit(checkpoint, work, part_first, batch.index + 1, rows_done, results)
-                part_first = batch.index + 1
-                results.clear()
-            if stopping and not checkpoint.done:
-                log.info(
-                    "stopping (%s) after batch %d; checkpoint at %d rows",
-                    self.stop.reason,
-                    batch.index + 1,
-                    checkpoint.rows_done,
-                )
-                return self._outcome("draining", checkpoint, batches_run, truncated)
+        for chunk in reader.chunks(grid.chunk_rows, grid.chunk_of(checkpoint.next_batch)):
+            lengths = classifier.token_lengths(chunk.texts)
+            work = ChunkWork(
+                chunk, lengths, grid.plan_chunk(grid.chunk_of(chunk.first // grid.batch_size), lengths)
+            )
+            part_first = checkpoint.next_batch
+            for batch in work.batches:
+                if batch.index < checkpoint.next_batch:  # done before a drain, in this chunk's first part
+                    continue
+                truncated += self._predict(classifier, work, batch, results, grid.batches)
+                batches_run += 1
+                rows_done += len(batch.rows)
+                hook.after_batch(rows_done - rows_at_resume)
+                rate = (rows_done - rows_at_resume) / (time.monotonic() - started)
+                heartbeat.update(rows_done=rows_done, next_batch=batch.index + 1, rows_per_s=round(rate, 2))
+                stopping = self.stop.requested
+                if grid.is_chunk_end(batch.index) or stopping:
+                    self._commit(checkpoint, grid, work, (part_first, batch.index + 1), rows_done, results)
+                    part_first = batch.index + 1
+                    results.clear()
+                if stopping and not checkpoint.done:
+                    log.info(
+                        "stopping (%s) after batch %d; checkpoint at %d rows",
+                        self.stop.reason,
+                        batch.index + 1,
+                        checkpoint.rows_done,
+                    )
+                    return self._outcome("draining", checkpoint, batches_run, truncated)
         if truncated:
             log.info("%d text(s) longer than %d tokens were truncated", truncated, self.config.max_length)
         return self._outcome("done", checkpoint, batches_run, truncated)
@@ -244,12 +231,17 @@ class SegmentRun:
         return WorkerOutcome(state, checkpoint.rows_done, total, batches_run, truncated)
 
     def _predict(
-        self, classifier: Classifier, work: _Work, batch: Batch, results: dict[int, tuple[str, float]]
+        self,
+        classifier: Classifier,
+        work: ChunkWork,
+        batch: Batch,
+        results: dict[int, tuple[str, float]],
+        of: int,
     ) -> int:
         """One batch into `results` (by row offset), logged with its time; returns the texts truncated."""
         started = time.monotonic()
-        texts = [work.rows.texts[offset] for offset in batch.rows]
-        result = classifier.predict(texts, [work.lengths[offset] for offset in batch.rows])
+        lengths = work.lengths_of(batch)
+        result = classifier.predict(work.texts(batch), lengths)
         if not all(math.isfinite(score) for score in result.scores):  # NaN logits: a broken export
             raise ModelLoadError(
                 f"the model scored batch {batch.index + 1} of segment {self.config.segment_id} with a "
@@ -261,9 +253,9 @@ class SegmentRun:
         log.info(
             "batch %d/%d rows %d tokens<=%d time %.3fs rows/s %.1f",
             batch.index + 1,
-            len(work.plan.batches),
+            of,
             len(batch.rows),
-            max(work.lengths[o] for o in batch.rows),
+            max(lengths),
             elapsed,
             len(batch.rows) / elapsed if elapsed > 0 else 0.0,
         )
@@ -272,16 +264,24 @@ class SegmentRun:
     def _commit(
         self,
         checkpoint: Checkpoint,
-        work: _Work,
-        first: int,
-        stop: int,
+        grid: ChunkGrid,
+        work: ChunkWork,
+        batches: tuple[int, int],
         rows_done: int,
-        results: dict[int, Any],
+        results: dict[int, tuple[str, float]],
     ) -> None:
-        """Batches [first, stop) as a part, then the checkpoint that lists it: in that order."""
+        """Batches [first, stop) of the chunk in hand as a part, then the checkpoint that lists it, in that
+        order; the checkpoint's digest and first/last ids take the part's in."""
         self._check_claim(checkpoint)
-        checkpoint.parts.append(self._write_part(work.plan, work.rows.ids, first, stop, results))
+        part = write_part(self.store, self.config, grid, work, batches, results)
+        checkpoint.parts.append(part.key)
+        checkpoint.digest = as_text(add_digests([from_text(checkpoint.digest, part.key), part.digest]))
+        checkpoint.first_id = part.first_id or checkpoint.first_id
+        checkpoint.last_id = part.last_id or checkpoint.last_id
+        stop = batches[1]
         checkpoint.next_batch = stop
         checkpoint.rows_done = rows_done
-        checkpoint.done = stop == len(work.plan.batches)
+        checkpoint.done = stop == grid.batches
         self._save(checkpoint)
+        if checkpoint.done:
+            write_segment_manifest(self.store, checkpoint)

@@ -88,7 +88,9 @@ def test_the_image_runs_a_segment_from_its_entrypoint(
     assert "on the onnx" in result.stdout + result.stderr  # ONNX Runtime: the CPU image has no torch
     checkpoint = json.loads((out / "checkpoints" / "seg-0000.json").read_text())
     assert checkpoint["done"] and checkpoint["rows_done"] == 300
-    rows = [row for part in checkpoint["parts"] for row in decode_part((out / part).read_bytes())]
+    rows = [
+        [i] for part in checkpoint["parts"] for i in decode_part((out / part).read_bytes())["id"].to_pylist()
+    ]
     ids = pq.read_table(sentences_parquet).column("id").to_pylist()[:300]
     assert [int(r[0]) for r in rows] == ids  # every row of the segment once, in order
 

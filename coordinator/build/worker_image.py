@@ -75,6 +75,18 @@ def local_tag(variant: str) -> str:
     return f"{LOCAL_NAME}:{variant}"
 
 
+def tree_digest(root: Path, suffix: str = "") -> str:
+    """SHA-256 over a folder's files (their paths and contents, sorted; `suffix`: only those files): what
+    the Dockerfile's bind-mounted copies are cached by."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob(f"*{suffix}") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
 def build_worker_image(
     engine: Engine,
     *,
@@ -101,6 +113,10 @@ def build_worker_image(
         f"VARIANT={variant}",
         "--build-arg",
         f"BASE_IMAGE={base_image}",
+        "--build-arg",
+        f"MODEL_DIGEST={tree_digest(context / MODEL_DIR)}",
+        "--build-arg",
+        f"CODE_DIGEST={tree_digest(context / 'inference', suffix='.py')}",
         *label_args,
         "-t",
         tag,

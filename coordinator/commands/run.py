@@ -44,12 +44,7 @@ def add_parser(commands: Subcommands) -> None:
     run.add_argument(
         "--outputs", type=Path, help="the stack's saved outputs (default runs/infra/aws/outputs.json)"
     )
-    source = run.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input", type=Path, help="a local Parquet, CSV or JSONL file to upload and predict")
-    source.add_argument("--input-key", help="a dataset already in the stack's bucket (with --rows)")
-    run.add_argument("--rows", type=int, help="rows in --input-key's dataset (checked against its metadata)")
-    run.add_argument("--text-column", default="text", help="--input's text column")
-    run.add_argument("--id-column", default="id", help="--input's id column (missing or '': row numbers)")
+    add_input_options(run)
     run.add_argument("--job-id", help="default: the input's name and the time (UTC)")
     run.add_argument("--run-dir", type=Path, help="default runs/<job id>")
     run.add_argument(
@@ -91,6 +86,7 @@ def add_parser(commands: Subcommands) -> None:
     run.add_argument("--no-events", dest="use_events", action="store_false", help=no_events)
     add_sizing_options(run)
     add_worker_options(run)
+    add_output_options(run)
     add_budget_options(run)
     run.set_defaults(handler=run_command)
 
@@ -108,6 +104,33 @@ def add_sizing_options(run: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_PLANNED_ROWS_PER_S,
         help="for the first budget estimates (the plan's type's, with --plan)",
+    )
+
+
+def add_input_options(run: argparse.ArgumentParser) -> None:
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", type=Path, help="a local Parquet, CSV or JSONL file to upload and predict")
+    source.add_argument(
+        "--input-key",
+        help="a dataset already in the stack's bucket: a Parquet object, or a prefix ending in / (its "
+        ".parquet objects)",
+    )
+    run.add_argument("--rows", type=int, help="rows in --input-key's dataset (checked against its metadata)")
+    run.add_argument("--text-column", default="text", help="--input's text column")
+    run.add_argument("--id-column", default="id", help="--input's id column (missing or '': row numbers)")
+
+
+def add_output_options(run: argparse.ArgumentParser) -> None:
+    run.add_argument(
+        "--segment-minutes",
+        type=float,
+        help="segments sized by work: about this many cloud minutes each at --planned-rows-per-s",
+    )
+    run.add_argument(
+        "--no-fetch",
+        dest="fetch",
+        action="store_false",
+        help="leave the verified output in S3 (a big job; `spotbatch fetch JOB` downloads it later)",
     )
 
 
@@ -159,13 +182,16 @@ def run_command(args: argparse.Namespace) -> int:
             f"{run_dir} writable (or free space), then resume: the same command with --job-id {job_id}"
         ) from None
     outcome = result.outcome
+    verified = f"{result.manifest.rows} rows verified exactly once" if result.manifest else "not verified"
     print(
-        f"job {job_id}: {outcome.segments_done}/{outcome.segments_total} segments done, "
-        f"{result.merge.rows if result.merge else 0} rows merged, {len(outcome.attempts)} attempts; "
+        f"job {job_id}: {outcome.segments_done}/{outcome.segments_total} segments done, {verified}, "
+        f"{result.merge.rows if result.merge else 0} rows fetched, {len(outcome.attempts)} attempts; "
         "no instance of the job left (re-listed)",
         flush=True,
     )
-    print_summary(result.ledger_path, run_dir)
+    print_summary(result.ledger_path, run_dir, fetched=result.merge is not None)
+    if result.manifest and result.merge is None:
+        print(f"output s3://{cloud.bucket}/jobs/{job_id}/manifest.json (spotbatch fetch {job_id})")
     if outcome.stopped:
         print(f"stopped: {outcome.stopped}", file=sys.stderr)
         return 2
@@ -184,7 +210,7 @@ def default_job_id(source: Path) -> str:
     return f"{stem}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
 
 
-def print_summary(ledger_path: Path | None, run_dir: Path) -> None:
+def print_summary(ledger_path: Path | None, run_dir: Path, *, fetched: bool = True) -> None:
     from coordinator.cost.ledger import read_ledger
 
     if ledger_path is None:
@@ -204,7 +230,8 @@ def print_summary(ledger_path: Path | None, run_dir: Path) -> None:
         f"cost ${summary.total_cost_usd:.4f} (spot ${summary.spot_cost_usd:.4f}, on-demand "
         f"${summary.on_demand_cost_usd:.4f}); all on-demand ${summary.all_on_demand_cost_usd:.4f}, saved "
         f"{summary.savings_pct:.1f}%; {summary.interruptions} interruption(s), {summary.rows_redone} rows "
-        f"redone{usage}\nledger {ledger_path}\npredictions {run_dir / 'predictions.parquet'} (and .csv)"
+        f"redone{usage}\nledger {ledger_path}"
+        + (f"\npredictions {run_dir / 'predictions.parquet'} (and .csv)" if fetched else "")
     )
 
 
@@ -220,7 +247,7 @@ def positive_int(text: str) -> int:
 
 
 def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: StackOutputs) -> JobSpec:
-    from coordinator.commands.run_setup import pool_types
+    from coordinator.commands.run_setup import pool_types, segment_rows
 
     options: dict[str, float] = {}
     if args.spot_share is not None:
@@ -234,6 +261,8 @@ def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: Sta
         input_key=key,
         rows=rows,
         segments=min(args.segments or DEFAULT_SEGMENTS, rows),  # a segment is at least a row
+        segment_rows=segment_rows(args),
+        fetch_results=args.fetch,
         policy=args.policy,
         policy_options=options,
         region=stack.region,

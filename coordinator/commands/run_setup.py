@@ -54,26 +54,21 @@ def input_of(args: argparse.Namespace, cloud: CloudTarget) -> tuple[str, int]:
 
 
 def _rows_in(cloud: CloudTarget, key: str) -> int:
-    """The row count of a Parquet object in the stack's bucket, from its footer (no rows read)."""
-    import pyarrow.parquet as pq
+    """The row count of a Parquet object, or of every one under a prefix ending in `/`, in the stack's
+    bucket, from their footers (no rows read)."""
     from botocore.exceptions import ClientError
 
+    from coordinator.errors import DataError
+    from coordinator.job.input_dataset import list_input
     from inference.s3_store import S3Store
-    from inference.store_errors import ObjectNotFound
 
-    where = f"s3://{cloud.bucket}/{key}"
     try:
-        with S3Store(cloud.bucket, "", client=cloud.s3).open_read(key) as handle:
-            rows = int(pq.ParquetFile(handle).metadata.num_rows)
-    except ObjectNotFound:
-        raise ConfigError(f"--input-key {key}: no object {where}") from None
+        files = list_input(S3Store(cloud.bucket, "", client=cloud.s3), key)
+    except DataError as error:
+        raise ConfigError(f"--input-key {key}: {error}") from None
     except ClientError as error:
-        raise ConfigError(f"--input-key {key}: {where}: {error}") from None
-    except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
-        raise ConfigError(f"--input-key {key}: {where} is not a Parquet file ({error})") from None
-    if rows < 1:
-        raise ConfigError(f"--input-key {key}: {where} has no rows")
-    return rows
+        raise ConfigError(f"--input-key {key}: s3://{cloud.bucket}/{key}: {error}") from None
+    return sum(file.rows for file in files)
 
 
 def quotes_for_run(args: argparse.Namespace, cloud: CloudTarget, spec: JobSpec) -> JobQuotes:
@@ -170,3 +165,13 @@ def pool_types(text: str | None, stack: StackOutputs) -> tuple[str, ...]:
                 f"{what[gpu_stack]}: the stack renders the worker's boot for one kind, so are the job's types"
             )
     return kinds
+
+
+def segment_rows(args: argparse.Namespace) -> int | None:
+    """Rows per segment for `--segment-minutes` at the planned speed (None: by count)."""
+    if args.segment_minutes is None:
+        return None
+    if not args.segment_minutes > 0:
+        raise ConfigError(f"--segment-minutes {args.segment_minutes}: must be more than 0")
+    rows: float = args.segment_minutes * 60 * args.planned_rows_per_s
+    return max(1, round(rows))

@@ -217,7 +217,7 @@ class AttemptBook:
             market=planned.market,
             start=row.start,
             stop=row.stop,
-            input_key=self.spec.input_key,
+            input_key=row.input_key or self.spec.input_key,
             tuning=self.spec.tuning,
         )
 

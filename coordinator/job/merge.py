@@ -1,33 +1,43 @@
-"""Merge: every segment's checkpointed parts into one result file, each input row exactly once, verified.
+"""Fetch a verified job's output to local files, beside the input's text and label.
 
-The result has the input's `id`, `text` and `label` (empty when the input has none) with the model's
-`prediction` and `score`, in input order, as CSV and Parquet. Before anything is written, the merge checks
-that the predicted ids are exactly the input ids, each once; otherwise it raises `MergeError` naming how many
-ids are missing or duplicated and the first few of them, and writes nothing.
+`verify.py` has proved each segment's predictions are its input rows exactly once, from manifests. For a
+job small enough to look at (the default flow), this joins them, segment by segment, to the input's `id`,
+`text` and `label` (empty when the input has none), in input order, and writes `predictions.csv` and
+`.parquet`: one segment in memory at a time, each file written to a temporary name and renamed. A
+segment whose predicted ids are not its input ids raises `MergeError` naming the segment and a few ids,
+and nothing is written. A big job's output stays in S3 (`spotbatch fetch` downloads it on request).
 
 Usage::
 
-    report = merge_results(job_store, input_store, "data/sentences.parquet", segment_ids, Path("runs/job-1"))
+    report = merge_results(job_store, input_store, state.segments(job_id), Path("runs/job-1"),
+                           default_input_key="data/sentences.parquet")
 """
 
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from coordinator.errors import MergeError
-from inference.checkpoint import read_segment_output
+from coordinator.job.state_schema import SegmentRow
+from inference.checkpoint import read_segment_table
 from inference.storage import ObjectStore
 
 RESULT_COLUMNS = ("id", "text", "label", "prediction", "score")
 SHOWN = 5  # ids named in an error message
+RESULT_SCHEMA_TYPES = {
+    "text": pa.string(),
+    "label": pa.string(),
+    "prediction": pa.string(),
+    "score": pa.float64(),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,54 +47,96 @@ class MergeReport:
     parquet_path: Path
 
 
-def _write_atomically(path: Path, write: object) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)  # type: ignore[operator]
-    os.replace(tmp, path)
+def input_rows(store: ObjectStore, key: str, start: int, stop: int, columns: Sequence[str]) -> pa.Table:
+    """Rows `[start, stop)` of one input file, reading only the row groups they overlap."""
+    with store.open_read(key) as handle:
+        parquet = pq.ParquetFile(handle)
+        wanted = [c for c in columns if c in parquet.schema_arrow.names]
+        groups, first, offset = [], None, 0
+        for index in range(parquet.metadata.num_row_groups):
+            size = parquet.metadata.row_group(index).num_rows
+            if offset < stop and offset + size > start:
+                groups.append(index)
+                first = offset if first is None else first
+            offset += size
+        table = parquet.read_row_groups(groups, columns=wanted)
+    return table.slice(start - (first or 0), stop - start)
+
+
+def _joined(
+    store: ObjectStore, source: pa.Table, segment: SegmentRow, columns: tuple[str, str, str]
+) -> pa.Table:
+    id_column, text_column, label_column = columns
+    predicted = read_segment_table(store, segment.segment_id)
+    ids = source.column(id_column)
+    known = set(ids.to_pylist())
+    seen = predicted.column("id").to_pylist()
+    missing = sorted(known - set(seen), key=str)
+    extra = sorted(set(seen) - known, key=str)
+    repeated = len(seen) - len(set(seen))
+    if missing or extra or repeated:
+        raise MergeError(
+            f"{store.uri}: segment {segment.segment_id}'s outputs are not its input rows exactly once: "
+            f"{len(missing)} missing {missing[:SHOWN]}, {repeated} duplicated, {len(extra)} unknown "
+            f"{extra[:SHOWN]}; nothing was written"
+        )
+    order = pc.index_in(ids, value_set=predicted.column("id"))
+    labels = (
+        source.column(label_column)
+        if label_column in source.column_names
+        else pa.nulls(len(ids), pa.string())
+    )
+    return pa.table(
+        {
+            "id": ids,
+            "text": source.column(text_column).cast(pa.string()),
+            "label": pc.fill_null(labels.cast(pa.string()), ""),
+            "prediction": predicted.column("prediction").take(order),
+            "score": predicted.column("score").take(order),
+        }
+    )
 
 
 def merge_results(
     job_store: ObjectStore,
     input_store: ObjectStore,
-    input_key: str,
-    segment_ids: Sequence[str],
+    segments: Sequence[SegmentRow],
     out_dir: Path,
     *,
+    default_input_key: str,
     id_column: str = "id",
     text_column: str = "text",
     label_column: str = "label",
 ) -> MergeReport:
-    with input_store.open_read(input_key) as handle:
-        table = pq.read_table(handle)
-    ids = table.column(id_column).to_pylist()
-    predicted: dict[str, tuple[str, float]] = {}
-    seen: Counter[str] = Counter()
-    for segment in segment_ids:
-        for row_id, label, score in read_segment_output(job_store, segment):
-            seen[row_id] += 1
-            predicted[row_id] = (label, score)
-    duplicated = sorted(i for i, n in seen.items() if n > 1)
-    wanted = [str(i) for i in ids]
-    missing = [i for i in wanted if i not in predicted]
-    extra = sorted(set(predicted) - set(wanted))
-    if duplicated or missing or extra:
-        raise MergeError(
-            f"{job_store.uri}: the outputs are not the input rows exactly once: {len(missing)} missing "
-            f"{missing[:SHOWN]}, {len(duplicated)} duplicated {duplicated[:SHOWN]}, {len(extra)} unknown "
-            f"{extra[:SHOWN]}; nothing was written"
-        )
-    labels = table.column(label_column).to_pylist() if label_column in table.column_names else [""] * len(ids)
-    result = pa.table(
-        {
-            "id": table.column(id_column),
-            "text": table.column(text_column),
-            "label": pa.array(labels, pa.string()),
-            "prediction": pa.array([predicted[i][0] for i in wanted], pa.string()),
-            "score": pa.array([predicted[i][1] for i in wanted], pa.float64()),
-        }
-    )
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path, parquet_path = out_dir / "predictions.csv", out_dir / "predictions.parquet"
-    _write_atomically(csv_path, lambda tmp: pacsv.write_csv(result, tmp))
-    _write_atomically(parquet_path, lambda tmp: pq.write_table(result, tmp))
-    return MergeReport(result.num_rows, csv_path, parquet_path)
+    csv_tmp, parquet_tmp = (path.with_name(f".{path.name}.tmp") for path in (csv_path, parquet_path))
+    columns = (id_column, text_column, label_column)
+    parquet_writer: pq.ParquetWriter | None = None
+    csv_writer: pacsv.CSVWriter | None = None
+    rows = 0
+    try:
+        for segment in segments:
+            source = input_rows(
+                input_store, segment.input_key or default_input_key, segment.start, segment.stop, columns
+            )
+            table = _joined(job_store, source, segment, columns)
+            if parquet_writer is None or csv_writer is None:
+                parquet_writer = pq.ParquetWriter(parquet_tmp, table.schema)
+                csv_writer = pacsv.CSVWriter(csv_tmp, table.schema)
+            parquet_writer.write_table(table)
+            csv_writer.write_table(table)
+            rows += table.num_rows
+    except BaseException:
+        for writer in (parquet_writer, csv_writer):
+            if writer is not None:
+                writer.close()
+        csv_tmp.unlink(missing_ok=True)
+        parquet_tmp.unlink(missing_ok=True)
+        raise
+    for writer in (parquet_writer, csv_writer):
+        if writer is not None:
+            writer.close()
+    os.replace(csv_tmp, csv_path)
+    os.replace(parquet_tmp, parquet_path)
+    return MergeReport(rows, csv_path, parquet_path)

@@ -39,15 +39,16 @@ from coordinator.cost.zone_prices import ZonePrices
 from coordinator.errors import JobInterrupted, StackOutputsError
 from coordinator.job.attempt_records import UsageRecorder
 from coordinator.job.controller import INTERRUPTED, Controller, JobOutcome
-from coordinator.job.crash_points import check_crash_setting
 from coordinator.job.events import EventQueue, owners_by_tag
 from coordinator.job.fleet import EC2_MAX_ATTEMPTS, Fleet
+from coordinator.job.job_open import open_job
 from coordinator.job.lease import LEASE_NAME, JobLease
 from coordinator.job.merge import MergeReport, merge_results
 from coordinator.job.roles import JobRoles
-from coordinator.job.spec import CloudClock, JobSpec, Segment, plan_segments
+from coordinator.job.spec import CloudClock, JobSpec
 from coordinator.job.state import CoordinatorState
 from coordinator.job.status import SegmentStatus, run_log
+from coordinator.job.verify import JobManifest, verify_outputs
 from coordinator.job.worker_logs import WorkerLogTail
 from coordinator.policies.registry import make_policy
 from coordinator.stack.iam_documents import PolicyShape, as_written
@@ -101,6 +102,7 @@ class RunResult:
     merge: MergeReport | None
     ledger_path: Path | None
     run_dir: Path
+    manifest: JobManifest | None = None  # the verified output in S3 (None: the job did not finish)
 
 
 def quotes_for(spec: JobSpec, table: PriceTable | None = None) -> JobQuotes:
@@ -141,8 +143,8 @@ def run_job(
     state = CoordinatorState(run_dir / "state.db")
     roles = JobRoles(cloud.iam, cloud.stack, account=cloud.account, shape=cloud.worker_policy)
     try:
-        segments = plan_segments(spec.rows, spec.segments, f"s3://{cloud.bucket}/{spec.input_key}")
-        clock = _open_job(state, spec, segments, clock)
+        bucket_store = S3Store(cloud.bucket, "", client=cloud.s3)
+        clock = open_job(state, spec, bucket_store, clock)
         job_store = S3Store(cloud.bucket, job_prefix(spec.job_id), client=cloud.s3)
         quotes = JobQuotes.single(quotes, spec.instance_type) if quotes else quotes_for(spec)
         usage = UsageRecorder(cloud.cloudwatch, cloud.stack.metrics_namespace, run_dir / "usage.jsonl")
@@ -171,17 +173,30 @@ def run_job(
             finally:  # the job's instances are confirmed gone (or a kill left them to their lifetime)
                 _delete_role(roles, spec, cloud.ec2)
             outcome = _with_log_reasons(outcome, tail)
-        merge = None
-        if outcome.succeeded and not outcome.stopped:
-            input_store, ids = S3Store(cloud.bucket, "", client=cloud.s3), [s.segment_id for s in segments]
-            merge = merge_results(job_store, input_store, spec.input_key, ids, run_dir)
+        manifest, merge = (
+            _verify(state, spec, job_store, bucket_store, run_dir)
+            if outcome.succeeded and not outcome.stopped
+            else (None, None)
+        )
         ledger_path = _ledger(run_dir, spec, outcome, usage, quotes)
-        _write_records(run_dir, state, spec, clock, outcome, merge, extra or {})
+        verified = {"rows_verified": manifest.rows, "output_digest": manifest.digest} if manifest else {}
+        _write_records(run_dir, state, spec, clock, outcome, merge, {**verified, **(extra or {})})
         if outcome.stopped == INTERRUPTED:
             raise JobInterrupted(outcome)
-        return RunResult(outcome, merge, ledger_path, run_dir)
+        return RunResult(outcome, merge, ledger_path, run_dir, manifest)
     finally:
         state.close()
+
+
+def _verify(
+    state: CoordinatorState, spec: JobSpec, job_store: S3Store, bucket: S3Store, run_dir: Path
+) -> tuple[JobManifest, MergeReport | None]:
+    """Exactly once from the manifests (`MergeError` if not), then the small job's files when it fetches."""
+    segments = state.segments(spec.job_id)
+    manifest = verify_outputs(job_store, segments, job_id=spec.job_id)
+    if not spec.fetch_results:
+        return manifest, None
+    return manifest, merge_results(job_store, bucket, segments, run_dir, default_input_key=spec.input_key)
 
 
 def _ledger(
@@ -247,19 +262,6 @@ def _delete_role(roles: JobRoles, spec: JobSpec, ec2: Any) -> None:
         roles.delete_after_shutdown(spec.job_id, ec2.describe_instances, every=spec.cycle_seconds)
     except Exception as error:  # never hide the job's own outcome; destroy-real removes leftovers
         logging.getLogger("coordinator").warning("job %s: role not deleted: %s", spec.job_id, error)
-
-
-def _open_job(
-    state: CoordinatorState, spec: JobSpec, segments: list[Segment], clock: CloudClock
-) -> CloudClock:
-    """Create the job in its state, or find it there after a restart: then its own clock, not a new one."""
-    check_crash_setting()  # a misspelt crash point would never fire: named before anything starts
-    config = {"spec": asdict(spec), "clock": {"scale": clock.scale, "origin": clock.origin}}
-    rows = [(s.segment_id, s.start, s.stop) for s in segments]
-    if state.create_job(spec.job_id, config=config, segments=rows):
-        return clock
-    saved = state.job_config(spec.job_id)["clock"]
-    return CloudClock(scale=saved["scale"], origin=saved["origin"])
 
 
 def _write_records(

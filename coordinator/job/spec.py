@@ -47,9 +47,11 @@ RECLAIM_OVERHEAD_SECONDS = 10.0
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobSpec:
     job_id: str
-    input_key: str  # the dataset's key in the bucket
+    input_key: str  # the dataset's key in the bucket, or a prefix ending in "/" (its .parquet objects)
     rows: int
-    segments: int
+    segments: int  # how many, for one file; over many files the segments are of about rows/segments rows
+    segment_rows: int | None = None  # segments sized by work instead: about this many rows each
+    fetch_results: bool = True  # the verified output joined to the input, local (False: it stays in S3)
     policy: str
     policy_options: dict[str, float] = field(default_factory=dict)
     provider: str = "aws"
@@ -86,6 +88,11 @@ class Segment:
     @property
     def rows(self) -> int:
         return self.stop - self.start
+
+    @property
+    def input_key(self) -> str:
+        """Its file's key in the bucket (`input_uri` less `s3://bucket/`)."""
+        return self.input_uri.split("/", 3)[3] if self.input_uri.startswith("s3://") else self.input_uri
 
 
 def segment_name(index: int) -> str:

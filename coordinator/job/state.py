@@ -35,6 +35,7 @@ from coordinator.job.state_schema import (
     ALLOWED_FROM,
     ATTEMPT_COLUMNS,
     SCHEMA,
+    SEGMENT_COLUMNS,
     AttemptRow,
     EventRow,
     S,
@@ -107,19 +108,25 @@ class CoordinatorState:
     # -- jobs ------------------------------------------------------------------------------------------------
 
     def create_job(
-        self, job_id: str, *, config: dict[str, Any], segments: Iterable[tuple[str, int, int]]
+        self,
+        job_id: str,
+        *,
+        config: dict[str, Any],
+        segments: Iterable[tuple[str, int, int] | tuple[str, int, int, str, str]],
     ) -> bool:
-        """Create the job and its PENDING segments; False (and no change) if the job already exists."""
+        """Create the job and its PENDING segments (id, start, stop[, input key, input digest]); False (and
+        no change) if the job already exists."""
         with self._transaction() as db:
             if db.execute("SELECT 1 FROM jobs WHERE job_id = ?", (job_id,)).fetchone():
                 return False
             now = time.time()
             db.execute("INSERT INTO jobs VALUES (?, ?, ?)", (job_id, json.dumps(config, sort_keys=True), now))
-            for segment_id, start, stop in segments:
+            for segment_id, start, stop, *source in segments:
+                key, digest = source if source else ("", "")
                 db.execute(
-                    "INSERT INTO segments (job_id, segment_id, start, stop, state, updated_at) VALUES (?, "
-                    "?, ?, ?, ?, ?)",
-                    (job_id, segment_id, start, stop, S.PENDING, now),
+                    "INSERT INTO segments (job_id, segment_id, start, stop, state, updated_at, input_key, "
+                    "input_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (job_id, segment_id, start, stop, S.PENDING, now, key, digest),
                 )
             self._event(db, job_id, None, None, None, "job created")
             return True
@@ -138,16 +145,14 @@ class CoordinatorState:
 
     def segments(self, job_id: str) -> list[SegmentRow]:
         rows = self._db.execute(
-            "SELECT job_id, segment_id, start, stop, state, market, attempts FROM segments WHERE job_id = ? "
-            "ORDER BY segment_id",
+            f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE job_id = ? ORDER BY segment_id",
             (job_id,),
         ).fetchall()
         return [segment_row(row) for row in rows]
 
     def segment(self, job_id: str, segment_id: str) -> SegmentRow:
         row = self._db.execute(
-            "SELECT job_id, segment_id, start, stop, state, market, attempts FROM segments "
-            "WHERE job_id = ? AND segment_id = ?",
+            f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE job_id = ? AND segment_id = ?",
             (job_id, segment_id),
         ).fetchone()
         if row is None:

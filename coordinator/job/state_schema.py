@@ -16,6 +16,8 @@ from coordinator.cost.pricing import Market
 
 ADDED_COLUMNS = {  # column -> its definition, for state files made before it existed
     ("attempts", "heartbeat_puts"): "INTEGER NOT NULL DEFAULT 0",
+    ("segments", "input_key"): "TEXT NOT NULL DEFAULT ''",
+    ("segments", "input_digest"): "TEXT NOT NULL DEFAULT ''",
 }
 
 SCHEMA = """
@@ -25,6 +27,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE TABLE IF NOT EXISTS segments (
     job_id TEXT NOT NULL, segment_id TEXT NOT NULL, start INTEGER NOT NULL, stop INTEGER NOT NULL,
     state TEXT NOT NULL, market TEXT, attempts INTEGER NOT NULL DEFAULT 0, updated_at REAL NOT NULL,
+    input_key TEXT NOT NULL DEFAULT '', input_digest TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (job_id, segment_id)
 );
 CREATE TABLE IF NOT EXISTS attempts (
@@ -94,6 +97,8 @@ class SegmentRow:
     state: SegmentState
     market: str | None
     attempts: int
+    input_key: str = ""  # its file in the bucket ("": the job's input_key, as state files before it said)
+    input_digest: str = ""  # of its input ids (`inference/digest.py`), to prove its output by
 
     @property
     def rows(self) -> tuple[int, int]:
@@ -124,8 +129,13 @@ class AttemptRow:
 
 
 def segment_row(row: tuple[Any, ...]) -> SegmentRow:
-    job_id, segment_id, start, stop, state, market, attempts = row
-    return SegmentRow(job_id, segment_id, start, stop, SegmentState(state), market, attempts)
+    job_id, segment_id, start, stop, state, market, attempts, input_key, input_digest = row
+    return SegmentRow(
+        job_id, segment_id, start, stop, SegmentState(state), market, attempts, input_key, input_digest
+    )
+
+
+SEGMENT_COLUMNS = "job_id, segment_id, start, stop, state, market, attempts, input_key, input_digest"
 
 
 ATTEMPT_COLUMNS = ", ".join(f.name for f in fields(AttemptRow))

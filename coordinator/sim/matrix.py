@@ -52,12 +52,24 @@ from coordinator.whatif.first_principles import hazard
 from coordinator.whatif.matrix_model import Prediction
 from coordinator.whatif.traces import AvailabilityTrace
 from inference.dataset import write_dataset
+from inference.layout import DATA_PREFIX
 
 log = logging.getLogger("coordinator.sim.matrix")
 
 
 def upload_dataset(s3: Any, bucket: str, dataset: Path, rows: int) -> int:
-    """Upload the first `rows` rows of the dataset (in its 500-row groups) to the bucket; return the count."""
+    """Upload the first `rows` rows of the dataset to the bucket; return the count. A folder's .parquet
+    files go up as they are, under `data/<folder>/` (`rows` must be all of theirs)."""
+    if dataset.is_dir():
+        files = sorted(dataset.glob("*.parquet"))
+        total = sum(pq.ParquetFile(path).metadata.num_rows for path in files)
+        if total != rows:
+            raise SimulationError(
+                f"{dataset}: its {len(files)} .parquet file(s) hold {total} rows, not {rows}"
+            )
+        for path in files:
+            s3.upload_file(str(path), bucket, f"{DATA_PREFIX}{dataset.name}/{path.name}")
+        return rows
     table = pq.read_table(dataset)
     if rows > table.num_rows:
         raise SimulationError(f"{dataset}: asked for {rows} rows, the dataset has {table.num_rows}")

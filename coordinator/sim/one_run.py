@@ -41,7 +41,6 @@ from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.pace_record import emulator_latency, record_pace
 from coordinator.sim.settings import (
     BOOT_TIMEOUT,
-    DATASET_KEY,
     HEARTBEAT_EVERY,
     HEARTBEAT_TIMEOUT,
     NOTICE_POLL_EVERY,
@@ -228,9 +227,10 @@ def job_spec(
 ) -> JobSpec:
     return JobSpec(
         job_id=job_id,
-        input_key=DATASET_KEY,
+        input_key=settings.input_key,
         rows=settings.rows,
         segments=settings.segments,
+        segment_rows=settings.segment_rows,
         policy=config,
         policy_options=settings.policy_options(config),
         planned_rows_per_s=1.0 / settings.workload().cloud_seconds_per_row,

@@ -26,7 +26,7 @@ from coordinator.sim.worker_boot import BootMode
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
 from coordinator.stack.target import EMULATOR_REGION
 from coordinator.whatif.boot_model import DEFAULT_BOOT_MODEL, BootModel
-from inference.layout import dataset_key
+from inference.layout import DATA_PREFIX, dataset_key
 
 CONFIGURATIONS = ("on-demand", "spot-only", "hybrid", "deadline")
 DATASET_KEY = dataset_key("sentences.parquet")
@@ -53,6 +53,7 @@ class SimulationSettings:
     runs: dict[str, int] = field(
         default_factory=lambda: {"on-demand": 3, "spot-only": 8, "hybrid": 8, "deadline": 8}
     )
+    segment_rows: int | None = None  # segments of about this many rows instead of `segments` (JobSpec's)
     instance_type: str = DEFAULT_INSTANCE_TYPE  # the stack's; priced from the table in the emulator's region
     region: str = EMULATOR_REGION  # where the emulator runs the stack (moto serves every region)
     # the jobs' capacity pools' types (`spotbatch run --instance-types`); () the stack's. Each simulated
@@ -134,6 +135,11 @@ class SimulationSettings:
         if self.forced_rebalance:
             return "rebalance"
         return "crash" if self.forced_crash else "hard-kill" if self.forced_hard else "notice"
+
+    @property
+    def input_key(self) -> str:
+        """Where the dataset is in the bucket: the sample's key, or a folder's prefix (its .parquet files)."""
+        return f"{DATA_PREFIX}{self.dataset.name}/" if self.dataset.is_dir() else DATASET_KEY
 
     def policy_options(self, config: str) -> dict[str, float]:
         if config == "spot-only":

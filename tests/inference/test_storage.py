@@ -9,7 +9,7 @@ import pytest
 from botocore.stub import Stubber
 
 from inference.checkpoint import load_checkpoint
-from inference.dataset import read_segment
+from inference.dataset import SegmentReader
 from inference.errors import InputDataError
 from inference.s3_store import S3Store
 from inference.storage import LocalStore, open_store, split_uri
@@ -125,11 +125,11 @@ def test_an_unreadable_input_is_one_line_naming_it_not_a_traceback(aws_credentia
         queue_error(stub, "head-object-forbidden")
         stub.add_response("list_objects_v2", listing("data/x.parquet"))
         with pytest.raises(InputDataError, match=r"s3://b/data/x.parquet: access denied"):
-            read_segment(store, "x.parquet", 0, 10)
+            SegmentReader(store, "x.parquet", 0, 10)
         queue_error(stub, "head-object-forbidden")
         stub.add_response("list_objects_v2", listing())
         with pytest.raises(InputDataError, match=r"s3://b/data/x.parquet: no such object"):
-            read_segment(store, "x.parquet", 0, 10)
+            SegmentReader(store, "x.parquet", 0, 10)
 
 
 @pytest.mark.parametrize("data", [b"\xff\xfe not utf-8", b"[" * 100_000 + b"]" * 100_000, b'{"x": 1}', b"[]"])

@@ -44,6 +44,8 @@ def cloud(moto_endpoint: str, tmp_path: Path) -> CloudTarget:
     table = pa.table({"id": list(range(2000)), "text": ["a sentence"] * 2000})
     pq.write_table(table, tmp_path / "x.parquet")
     cloud.s3.upload_file(str(tmp_path / "x.parquet"), "inputs", "data/x.parquet")
+    for name in ("a.parquet", "b.parquet", "notes.txt"):
+        cloud.s3.upload_file(str(tmp_path / "x.parquet"), "inputs", f"data/many/{name}")
     cloud.s3.put_object(Bucket="inputs", Key="data/not.parquet", Body=b"id,text\n1,a\n")
     return cloud
 
@@ -55,6 +57,7 @@ def _args(key: str, rows: int | None = None) -> argparse.Namespace:
 def test_the_row_count_comes_from_the_datasets_metadata(cloud: CloudTarget) -> None:
     assert input_of(_args("data/x.parquet"), cloud) == ("data/x.parquet", 2000)
     assert input_of(_args("data/x.parquet", rows=2000), cloud) == ("data/x.parquet", 2000)
+    assert input_of(_args("data/many/"), cloud) == ("data/many/", 4000)  # a prefix: its .parquet objects
 
 
 @pytest.mark.parametrize(
@@ -62,8 +65,17 @@ def test_the_row_count_comes_from_the_datasets_metadata(cloud: CloudTarget) -> N
     [
         ("data/x.parquet", 1000, r"--rows 1000: s3://inputs/data/x.parquet has 2000 rows"),
         ("data/x.parquet", 2400, r"--rows 2400: s3://inputs/data/x.parquet has 2000 rows"),
-        ("data/missing.parquet", None, r"--input-key data/missing.parquet: no object s3://inputs/"),
-        ("data/not.parquet", None, r"s3://inputs/data/not.parquet is not a Parquet file"),
+        (
+            "data/missing.parquet",
+            None,
+            r"--input-key data/missing.parquet: s3://inputs/data/missing.parquet: no such",
+        ),
+        ("data/not.parquet", None, r"s3://inputs/data/not.parquet: not a Parquet file"),
+        (
+            "data/none/",
+            None,
+            r"--input-key data/none/: s3://inputs/data/none/: no .parquet object under this prefix",
+        ),
     ],
 )
 def test_an_input_that_is_not_what_it_says_is_one_line(

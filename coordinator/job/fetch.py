@@ -1,0 +1,78 @@
+"""Download a finished job's output: the parts its manifest lists, as one local Parquet file (and CSV).
+
+The job's output is the set of parts its manifest (`verify.py`) lists under `jobs/<job>/` in the bucket; a
+part no manifest lists (a stale attempt's) is not output. This reads the manifest, checks each part's rows
+add up to its row count, and writes `predictions.parquet` (`id, prediction, score`, segment by segment)
+one part in memory at a time, to a temporary name renamed at the end; `--csv` writes `predictions.csv`
+beside it the same way. Nothing is joined to the input: a big job's text stays where it is.
+
+Usage::
+
+    fetched = fetch_output(S3Store(bucket, "jobs/job-1", client=s3), Path("runs/job-1"), csv=True)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from coordinator.errors import MergeError
+from coordinator.job.verify import JobManifest
+from inference.checkpoint import decode_part
+from inference.layout import JOB_MANIFEST_KEY
+from inference.storage import ObjectStore
+from inference.store_errors import ObjectNotFound
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    rows: int
+    parts: int
+    bytes_read: int
+    paths: tuple[Path, ...]
+
+
+def read_job_manifest(store: ObjectStore) -> JobManifest:
+    where = f"{store.uri}/{JOB_MANIFEST_KEY}"
+    try:
+        data = store.get(JOB_MANIFEST_KEY)
+    except ObjectNotFound:
+        raise MergeError(
+            f"{where}: no job manifest (the job has not finished, or its output is not verified)"
+        ) from None
+    return JobManifest.from_json(where, data)
+
+
+def fetch_output(store: ObjectStore, out_dir: Path, *, csv: bool = False) -> Fetched:
+    manifest = read_job_manifest(store)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    targets = [out_dir / "predictions.parquet"] + ([out_dir / "predictions.csv"] if csv else [])
+    temporary = [path.with_name(f".{path.name}.tmp") for path in targets]
+    parquet_writer: pq.ParquetWriter | None = None
+    csv_writer: pacsv.CSVWriter | None = None
+    rows = size = 0
+    try:
+        for key in manifest.parts:
+            data = store.get(key)
+            size += len(data)
+            table = decode_part(data, f"{store.uri}/{key}")
+            if parquet_writer is None:
+                parquet_writer = pq.ParquetWriter(temporary[0], table.schema)
+                csv_writer = pacsv.CSVWriter(temporary[1], table.schema) if csv else None
+            parquet_writer.write_table(table)
+            if csv_writer is not None:
+                csv_writer.write_table(table)
+            rows += table.num_rows
+        if rows != manifest.rows:
+            raise MergeError(f"{store.uri}: its parts hold {rows} rows, its manifest says {manifest.rows}")
+    finally:
+        for writer in (parquet_writer, csv_writer):
+            if writer is not None:
+                writer.close()
+    for tmp, path in zip(temporary, targets, strict=True):
+        os.replace(tmp, path)
+    return Fetched(rows, len(manifest.parts), size, tuple(targets))
