@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from coordinator.build.model import build_tiny_model
-from inference.dataset import write_dataset
 
 if TYPE_CHECKING:
     from coordinator.sim.emulator_stack import Infrastructure
@@ -91,7 +91,7 @@ def busy_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def sentences_parquet(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """1,500 synthetic labelled rows with ids that are not row numbers (10_000 + 3 * row)."""
+    """1,500 synthetic labelled rows, ids not row numbers (10_000 + 3 * row), in 97-row groups."""
     texts = synthetic_sentences(1_500)
     table = pa.table(
         {
@@ -101,7 +101,7 @@ def sentences_parquet(tmp_path_factory: pytest.TempPathFactory) -> Path:
         }
     )
     path = tmp_path_factory.mktemp("data") / "sentences.parquet"
-    write_dataset(table, path)
+    pq.write_table(table, path, row_group_size=97)  # small, odd groups: chunks and segments straddle them
     return path
 
 

@@ -87,7 +87,7 @@ def test_s3_input_and_output_through_moto_server_survive_a_kill(
     assert "jobs/j1/heartbeats/seg-0002.json" in keys
     tagging = s3.get_object_tagging(Bucket="spotbatch-test", Key="jobs/j1/heartbeats/seg-0002.json")["TagSet"]
     assert tagging == [{"Key": "spotbatch:kind", "Value": "heartbeat"}]  # what the lifecycle rule expires
-    assert "jobs/j1/parts/seg-0002/00000200-00000328.csv" in keys  # key fixed by the chunk's row range
+    assert "jobs/j1/parts/seg-0002/00000200-00000328.parquet" in keys  # key fixed by the chunk's row range
 
 
 def test_rerun_of_a_done_segment_changes_nothing(
@@ -118,9 +118,9 @@ def test_orphan_part_from_a_crash_is_ignored_and_removed(
 ) -> None:
     c = config(str(sentences_parquet), tiny_model_dir, str(tmp_path))
     store = open_store(str(tmp_path))
-    store.put("parts/seg-0002/00000200-00000328.b000-002.csv", b"id,prediction,score\n999,positive,0.5\n")
+    store.put("parts/seg-0002/00000200-00000328.b000-002.parquet", b"id,prediction,score\n999,positive,0.5\n")
     run_worker(c)
-    assert "parts/seg-0002/00000200-00000328.b000-002.csv" not in store.list("parts/")
+    assert "parts/seg-0002/00000200-00000328.b000-002.parquet" not in store.list("parts/")
     assert len(read_segment_output(store, "seg-0002")) == 700
 
 
