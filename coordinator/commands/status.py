@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections import Counter
 from pathlib import Path
 
 from coordinator.commands.options import Subcommands
@@ -19,6 +20,7 @@ def add_parser(commands: Subcommands) -> None:
 
 def status_command(args: argparse.Namespace) -> int:
     from coordinator.job.state import CoordinatorState
+    from coordinator.job.status import SUMMARY_ABOVE
 
     path = args.run_dir / "state.db"
     if not path.is_file():
@@ -27,7 +29,20 @@ def status_command(args: argparse.Namespace) -> int:
     try:
         for job in state.jobs():
             print(f"job {job}")
-            for row in state.segments(job):
+            segments = state.segments(job)
+            if len(segments) > SUMMARY_ABOVE:  # thousands of segments: counts, and the ones not done
+                counts = Counter(str(row.state) for row in segments)
+                print("  " + ", ".join(f"{name} {count}" for name, count in sorted(counts.items())))
+                rest = sorted(
+                    (r for r in segments if r.state != "DONE"), key=lambda r: (-r.attempts, r.segment_id)
+                )
+                segments = rest[:SUMMARY_ABOVE]
+                print(
+                    f"  not done: {len(rest)}; the {len(segments)} with most attempts:"
+                    if rest
+                    else "  all done"
+                )
+            for row in segments:
                 print(
                     f"  {row.segment_id}  [{row.start}, {row.stop})  {row.state:<13} {row.market or '-':<9} "
                     f"attempts {row.attempts}"
