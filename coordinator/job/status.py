@@ -1,19 +1,25 @@
 """What the job looks like now: one status row per segment, for the progress table and the log; and the
 run's own log file.
 
+A job of thousands of segments is summarized: the live table, the status lines and `spotbatch status`
+show a row per segment up to `SUMMARY_ABOVE` segments; above it, `summarize`'s counts by state, rows and
+rows/s, cost, and the `SLOWEST` active segments (lowest rows/s, then least done).
+
 Usage::
 
     rows = statuses(book)                     # SegmentStatus per segment: state, market, rows, cost so far
     status_log = StatusLog(book, every=30.0)  # one log line per active instance every 30 cloud seconds
     status_log.cycle(on_cycle)                # each cycle: the lines when due, the rows to the live table
     with run_log(run_dir): ...                # the coordinator's lines also in <run_dir>/coordinator.log
+    summarize(rows).line()                    # "1000 segments: DONE 412, RUNNING 580, ...; rows ..."
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +76,55 @@ def statuses(book: AttemptBook) -> list[SegmentStatus]:
     return rows
 
 
+SUMMARY_ABOVE = 20  # segments: more, and each view summarizes instead of listing
+SLOWEST = 5
+ACTIVE = ("LAUNCHING", "RUNNING", "DRAINING")
+ORDER = (
+    "DONE",
+    "RUNNING",
+    "DRAINING",
+    "LAUNCHING",
+    "PENDING",
+    "INTERRUPTED",
+    "LOST",
+    "FAILED_LAUNCH",
+    "FAILED",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class JobSummary:
+    segments: int
+    by_state: dict[str, int]
+    rows_done: int
+    rows_total: int
+    rows_per_s: float  # the active segments' together
+    cost_usd: float
+    slowest: tuple[SegmentStatus, ...]
+
+    def line(self) -> str:
+        states = ", ".join(f"{state} {self.by_state[state]}" for state in ORDER if self.by_state.get(state))
+        share = self.rows_done / self.rows_total if self.rows_total else 0.0
+        return (
+            f"{self.segments} segments: {states}; rows {self.rows_done:,}/{self.rows_total:,} ({share:.0%}), "
+            f"{self.rows_per_s:,.1f} rows/s; ${self.cost_usd:.4f}"
+        )
+
+
+def summarize(statuses: Sequence[SegmentStatus], slowest: int = SLOWEST) -> JobSummary:
+    active = [s for s in statuses if s.state in ACTIVE]
+    ranked = sorted(active, key=lambda s: (s.rows_per_s, s.rows_done / max(s.rows_total, 1), s.segment_id))
+    return JobSummary(
+        segments=len(statuses),
+        by_state=dict(Counter(s.state for s in statuses)),
+        rows_done=sum(s.rows_done for s in statuses),
+        rows_total=sum(s.rows_total for s in statuses),
+        rows_per_s=sum(s.rows_per_s for s in active),
+        cost_usd=sum(s.cost_usd for s in statuses),
+        slowest=tuple(ranked[:slowest]),
+    )
+
+
 class StatusLog:
     """A status line per active instance every `every` cloud seconds."""
 
@@ -92,10 +147,15 @@ class StatusLog:
             on_cycle(rows)
 
     def write(self, rows: list[SegmentStatus]) -> None:
+        """A line per active instance; above `SUMMARY_ABOVE` segments, the job's summary and the slowest."""
         clock = self.book.clock
         now = clock.now()
         self.next_at = now + self.every
         elapsed = clock_text(now - clock.origin)
+        if len(rows) > SUMMARY_ABOVE:
+            summary = summarize(rows)
+            log.info("status t=%s %s", elapsed, summary.line())
+            rows = list(summary.slowest)
         for s in rows:
             tracked = self.book.active.get(s.segment_id)
             if tracked is None:

@@ -28,17 +28,22 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from coordinator.job.status import SegmentStatus
+from coordinator.job.status import SUMMARY_ABOVE, SegmentStatus, summarize
 from coordinator.sim.settings import SimulatedRun
 
 HEARTBEAT_SECONDS = 60.0
 
 
 def status_table(title: str, statuses: list[SegmentStatus]) -> Table:
+    """A row per segment; above `SUMMARY_ABOVE` segments, the slowest active ones under the job's summary."""
+    shown, caption = statuses, ""
+    if len(statuses) > SUMMARY_ABOVE:
+        summary = summarize(statuses)
+        shown, caption = list(summary.slowest), f"{summary.line()}; the slowest {len(summary.slowest)} shown"
     table = Table(title=title, expand=False)
     for name in ("segment", "state", "market", "rows done", "rows/s (cloud)", "attempts", "cost so far"):
         table.add_column(name, justify="right" if name not in ("segment", "state", "market") else "left")
-    for s in statuses:
+    for s in shown:
         table.add_row(
             s.segment_id,
             s.state,
@@ -49,7 +54,7 @@ def status_table(title: str, statuses: list[SegmentStatus]) -> Table:
             f"${s.cost_usd:.4f}",
         )
     total = sum(s.cost_usd for s in statuses)
-    table.caption = (
+    table.caption = caption or (
         f"{sum(s.rows_done for s in statuses)}/{sum(s.rows_total for s in statuses)} rows, ${total:.4f}"
     )
     return table
