@@ -25,10 +25,12 @@ segment count.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import logging
 import math
 import multiprocessing
+import pstats
 import statistics
 import tempfile
 import threading
@@ -161,7 +163,11 @@ def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Pat
     watch.full_look_seconds = FULL_LOOK_SECONDS
     watch.look_again()  # the period starts with its full listing
     period = math.ceil(FULL_LOOK_SECONDS / args.cycle_seconds)
-    with_events = cycles(controller, meter, period, args.cycle_seconds)
+    profile = cProfile.Profile() if args.profile else None
+    with_events = cycles(controller, meter, period, args.cycle_seconds, profile)
+    if profile is not None:
+        profile.dump_stats(f"{args.profile}.{size}")
+        pstats.Stats(profile).sort_stats("tottime").print_stats(20)
     stop.set()
     stub.join(30)
     running = sum(row.state == "RUNNING" for row in state.segments(job))
@@ -177,13 +183,20 @@ def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Pat
     }
 
 
-def cycles(controller: Controller, meter: CallMeter, count: int, gap: float) -> dict[str, float]:
-    """`count` monitoring cycles `gap` seconds apart: medians, and the mean CPU and describes."""
+def cycles(
+    controller: Controller, meter: CallMeter, count: int, gap: float, profile: cProfile.Profile | None = None
+) -> dict[str, float]:
+    """`count` monitoring cycles `gap` seconds apart: medians, and the mean CPU and describes (`profile`:
+    the cycles under it)."""
     cpu, wall, in_calls, gets, lists, describes = [], [], [], [], [], []
     for _ in range(count):
         time.sleep(gap)
         c0, w0 = time.process_time(), time.monotonic()
+        if profile is not None:
+            profile.enable()
         controller.cycle()
+        if profile is not None:
+            profile.disable()
         cpu.append(time.process_time() - c0)
         wall.append(time.monotonic() - w0)
         calls, seconds = meter.take()
@@ -221,6 +234,7 @@ def main() -> int:
     parser.add_argument("--cycles", type=int, default=5)
     parser.add_argument("--beat-seconds", type=float, default=30.0, help="a steady worker's heartbeat period")
     parser.add_argument("--cycle-seconds", type=float, default=5.0, help="the coordinator's cycle")
+    parser.add_argument("--profile", help="profile the events cycles into PATH.<size> and print the top")
     args = parser.parse_args()
     logging.getLogger("coordinator").setLevel(logging.ERROR)  # not a line per instance at teardown
     sizes = [int(s) for s in args.sizes.split(",")]
