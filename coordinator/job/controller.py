@@ -6,13 +6,12 @@ One cycle, every `cycle_seconds` (wall):
    warning hands the segment over to a replacement, launched at once (`handover.py`);
 1. observe every active attempt (monitor: heartbeat + instance state) and act on what it says: first
    heartbeat -> RUNNING; done -> DONE; draining (a notice or SIGTERM, checkpoint written) -> INTERRUPTED;
-   lost (stale heartbeat, instance gone, never booted) -> LOST -> INTERRUPTED; failed -> FAILED. An attempt
-   that ends is terminated and confirmed gone, priced, and its actual cost recorded with the budget guard
-   (`attempts.py`);
+   lost (stale heartbeat, instance gone, never booted) -> LOST -> INTERRUPTED; failed -> FAILED. An ended
+   attempt is terminated and confirmed gone, priced, its actual cost recorded with the budget guard;
 2. price every running attempt against what the budget guard holds for it (`spend_watch.py`);
 3. launch: the pass for the policy's kind (`launch_passes.py`) decides which segments get an instance and
    on which market; every launch asks the budget guard first;
-4. log a status line per active segment every `status_every` cloud seconds (`status.py`).
+4. log a status line per active segment (above 20, a summary) every `status_every` cloud seconds.
 Between cycles the loop waits on the events queue: an event wakes it at once.
 
 The job ends when every segment is DONE or FAILED; then every instance of the job is terminated and the
@@ -168,6 +167,7 @@ class Controller:
         finally:
             if self.events is not None:
                 self.events.close()
+            self.monitor.heartbeats.close()
         self.confirm_nothing_left()
         outcome = self._outcome(started_cloud, time.time() - started_wall, stopped)
         if stopped == INTERRUPTED:

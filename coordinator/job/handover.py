@@ -54,14 +54,14 @@ class Handover:
         self.book = book
         self.rebalanced: dict[str, bool] = {}  # leaving attempt id -> its instance told to stop yet
 
-    def take(self, events: EventQueue, look_again: Callable[[], None]) -> bool:
+    def take(self, events: EventQueue, look_again: Callable[[str], None]) -> bool:
         """Act on the events that came (after watching the book's active instances); whether any handed a
-        segment over. `look_again`: each event asks for a look at the whole job."""
+        segment over. `look_again`: each event asks for a look at the instance it names."""
         for tracked in self.book.active.values():
             events.watch(tracked.active.instance_id)
         handed_over = False
         for event in events.take():
-            look_again()
+            look_again(event.instance_id)
             handed_over |= self.act(event)
             events.handled(event)
         return handed_over

@@ -106,6 +106,7 @@ class HeartbeatReader:
         self.fetchers = fetchers
         self.requests = RequestCount()
         self._seen: dict[str, str] = {}  # segment id -> fingerprint of the object last fetched
+        self._pool: ThreadPoolExecutor | None = None  # made once: 16 threads a cycle cost 13 ms at 1,000
 
     def changed(self, segment_ids: Iterable[str]) -> dict[str, Heartbeat]:
         """The heartbeats of `segment_ids` whose objects changed since this reader last fetched them."""
@@ -139,6 +140,13 @@ class HeartbeatReader:
         self.requests.gets += len(segment_ids)
         if len(segment_ids) <= 1:
             return {s: read_heartbeat(self.store, s) for s in segment_ids}
-        with ThreadPoolExecutor(max_workers=min(self.fetchers, len(segment_ids))) as pool:
-            beats = pool.map(lambda segment_id: read_heartbeat(self.store, segment_id), segment_ids)
-            return dict(zip(segment_ids, beats, strict=True))
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.fetchers, thread_name_prefix="heartbeats")
+        beats = self._pool.map(lambda segment_id: read_heartbeat(self.store, segment_id), segment_ids)
+        return dict(zip(segment_ids, beats, strict=True))
+
+    def close(self) -> None:
+        """Stop the fetching threads (a reader used again starts them again)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None

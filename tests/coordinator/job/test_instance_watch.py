@@ -86,6 +86,19 @@ def test_an_event_or_the_period_brings_back_a_full_listing(fleet: CountingFleet)
     assert fleet.listed == 3
 
 
+def test_an_event_naming_an_instance_describes_it_not_the_whole_job(fleet: CountingFleet) -> None:
+    """A big job under interruptions has an event every few cycles: each listed the whole job again
+    (2.6 ms of parsing per instance); now the instance it names is described."""
+    watch = InstanceWatch(fleet, "job", full_look_seconds=300, quiet_seconds=45, small_job=0)
+    watch.look(ATTEMPTS, FRESH, 101.0)
+    fleet.states["i-0"] = "shutting-down"
+    watch.look_again("i-0")  # its state-change event
+    assert watch.look(ATTEMPTS, FRESH, 106.0)["i-0"].state == "shutting-down"
+    assert (fleet.listed, fleet.described) == (1, [["i-0"]])
+    watch.look(ATTEMPTS, FRESH, 111.0)  # asked once: not again
+    assert fleet.described == [["i-0"]]
+
+
 def test_a_small_job_is_listed_whole_every_cycle_even_with_events(fleet: CountingFleet) -> None:
     watch = InstanceWatch(fleet, "job", full_look_seconds=60, quiet_seconds=45, small_job=4)
     for now in (101.0, 106.0):
