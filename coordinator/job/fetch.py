@@ -1,8 +1,9 @@
 """Download a finished job's output: the parts its manifest lists, as one local Parquet file (and CSV).
 
 The job's output is the set of parts its manifest (`verify.py`) lists under `jobs/<job>/` in the bucket; a
-part no manifest lists (a stale attempt's) is not output. This reads the manifest, checks each part's rows
-add up to its row count, and writes `predictions.parquet` (`id, prediction, score`, segment by segment)
+part no manifest lists (a stale attempt's) is not output. This reads the manifest, checks that the parts'
+rows add up to its row count and their ids to its digest (which `verify.py` wrote only when it was the
+input's), and writes `predictions.parquet` (`id, prediction, score`, segment by segment)
 one part in memory at a time, to a temporary name renamed at the end; `--csv` writes `predictions.csv`
 beside it the same way. Nothing is joined to the input: a big job's text stays where it is.
 
@@ -23,6 +24,7 @@ import pyarrow.parquet as pq
 from coordinator.errors import MergeError
 from coordinator.job.verify import JobManifest
 from inference.checkpoint import decode_part
+from inference.digest import add_digests, as_text, id_digest
 from inference.layout import JOB_MANIFEST_KEY
 from inference.storage import ObjectStore
 from inference.store_errors import ObjectNotFound
@@ -34,6 +36,12 @@ class Fetched:
     parts: int
     bytes_read: int
     paths: tuple[Path, ...]
+
+
+def _close(*writers: pq.ParquetWriter | pacsv.CSVWriter | None) -> None:
+    for writer in writers:
+        if writer is not None:
+            writer.close()
 
 
 def read_job_manifest(store: ObjectStore) -> JobManifest:
@@ -54,12 +62,13 @@ def fetch_output(store: ObjectStore, out_dir: Path, *, csv: bool = False) -> Fet
     temporary = [path.with_name(f".{path.name}.tmp") for path in targets]
     parquet_writer: pq.ParquetWriter | None = None
     csv_writer: pacsv.CSVWriter | None = None
-    rows = size = 0
+    rows = size = digest = 0
     try:
         for key in manifest.parts:
             data = store.get(key)
             size += len(data)
             table = decode_part(data, f"{store.uri}/{key}")
+            digest = add_digests([digest, id_digest(table.column("id"))])
             if parquet_writer is None:
                 parquet_writer = pq.ParquetWriter(temporary[0], table.schema)
                 csv_writer = pacsv.CSVWriter(temporary[1], table.schema) if csv else None
@@ -67,12 +76,17 @@ def fetch_output(store: ObjectStore, out_dir: Path, *, csv: bool = False) -> Fet
             if csv_writer is not None:
                 csv_writer.write_table(table)
             rows += table.num_rows
-        if rows != manifest.rows:
-            raise MergeError(f"{store.uri}: its parts hold {rows} rows, its manifest says {manifest.rows}")
-    finally:
-        for writer in (parquet_writer, csv_writer):
-            if writer is not None:
-                writer.close()
+        if rows != manifest.rows or as_text(digest) != manifest.digest:
+            raise MergeError(
+                f"{store.uri}: its parts hold {rows} rows of digest {as_text(digest)}, its manifest says "
+                f"{manifest.rows} of {manifest.digest}; nothing was written"
+            )
+    except BaseException:
+        _close(parquet_writer, csv_writer)
+        for tmp in temporary:
+            tmp.unlink(missing_ok=True)
+        raise
+    _close(parquet_writer, csv_writer)
     for tmp, path in zip(temporary, targets, strict=True):
         os.replace(tmp, path)
     return Fetched(rows, len(manifest.parts), size, tuple(targets))

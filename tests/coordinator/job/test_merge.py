@@ -113,3 +113,31 @@ def test_a_corrupt_part_is_named_not_a_traceback(tmp_path: Path, part: bytes) ->
             tmp_path / "out",
             default_input_key="in.parquet",
         )
+
+
+def test_fetch_writes_the_parts_the_job_manifest_lists_or_nothing(tmp_path: Path) -> None:
+    from coordinator.job.fetch import fetch_output
+
+    job = LocalStore(tmp_path / "job")
+    segments = _segments([[5, 6], [7, 8]])
+    _segment_output(job, "seg-0000", [(6, "negative", 0.8), (5, "positive", 0.9)], 0)
+    _segment_output(job, "seg-0001", [(7, "positive", 0.7), (8, "positive", 0.6)], 2)
+    with pytest.raises(MergeError, match="no job manifest"):
+        fetch_output(job, tmp_path / "early")
+    verify_outputs(job, segments, job_id="j")
+    fetched = fetch_output(job, tmp_path / "out", csv=True)
+    assert fetched.rows == 4 and fetched.parts == 2
+    assert sorted(pq.read_table(tmp_path / "out" / "predictions.parquet").column("id").to_pylist()) == [
+        5,
+        6,
+        7,
+        8,
+    ]
+    assert (tmp_path / "out" / "predictions.csv").read_text().count("\n") == 5
+    # a part rewritten after the verify (any worker of the job may write there): refused, nothing written
+    _segment_output(job, "seg-0001", [(7, "positive", 0.7), (9, "positive", 0.6)], 2, manifest=False)
+    with pytest.raises(
+        MergeError, match=r"its parts hold 4 rows of digest [0-9a-f]{16}, its manifest says 4 of"
+    ):
+        fetch_output(job, tmp_path / "bad", csv=True)
+    assert list((tmp_path / "bad").iterdir()) == []
