@@ -132,6 +132,7 @@ def plan(store: S3Store, prefix: str, segments: int, state: CoordinatorState) ->
 def _workers_line(stats: RunStats) -> str:
     reports = stats.reports
     peaks = sorted(r.get("peak_rss_mb", 0.0) for r in reports)
+    growth = sorted(r.get("peak_rss_mb", 0.0) - r.get("forked_rss_mb", 0.0) for r in reports)
     requests: Counter[str] = Counter()
     for report in reports:
         requests.update(report.get("requests", {}))
@@ -141,7 +142,8 @@ def _workers_line(stats: RunStats) -> str:
     return (
         f"workers: {len(reports)} attempts ({dict(states)}), {stats.warned} warned; peak RSS per attempt "
         "median "
-        f"{statistics.median(peaks):.0f} MB, max {peaks[-1]:.0f} MB; read {read / 1e6:.0f} MB; rows/s per "
+        f"{statistics.median(peaks):.0f} MB, max {peaks[-1]:.0f} MB (over the forked process's own: median "
+        f"{statistics.median(growth):.0f} MB, max {growth[-1]:.0f} MB); read {read / 1e6:.0f} MB; rows/s per "
         f"worker median {statistics.median(stats.rows_per_s or [0.0]):,.0f}; requests: {kinds}"
     )
 
@@ -187,6 +189,11 @@ def main() -> int:
         return report(args, tmp, prefix)
 
 
+def _bytes_under(store: S3Store, prefix: str) -> int:
+    pages = store.client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+    return sum(item["Size"] for page in pages for item in page.get("Contents", []))
+
+
 def report(args: argparse.Namespace, tmp: Path, prefix: str) -> int:
     meter = RequestMeter().install()
     state = CoordinatorState(tmp / "state.db")
@@ -208,6 +215,13 @@ def report(args: argparse.Namespace, tmp: Path, prefix: str) -> int:
     )
     print(f"coordinator verify (from manifests, no prediction row read): {phases['verify'].line()}")
     print(f"coordinator peak RSS {peak:.0f} MB")
+    data, output = _bytes_under(bucket, prefix), _bytes_under(bucket, f"{job_prefix(JOB)}/parts/")
+    read = sum(phase.bytes_read for phase in phases.values())
+    print(
+        f"coordinator read {read / 1e6:.1f} MB in all: {read / data:.3f}x the input ({data / 1e6:.0f} MB) "
+        "and "
+        f"none of the output ({output / 1e6:.0f} MB in parts); a merge on this machine would read both whole"
+    )
     print(_workers_line(stats))
     print(
         f"exactly once: {manifest.rows:,} rows in {len(manifest.parts)} parts, digest {manifest.digest} "

@@ -72,6 +72,7 @@ class RequestMeter:
 
 def run_attempt(fields: dict[str, Any], report: str) -> None:
     meter, started = RequestMeter().install(), time.monotonic()
+    forked_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the fork server's pages, shared
     stop = StopSignal()
     stop.install_sigterm_handler()
     config = WorkerConfig(**fields)
@@ -98,6 +99,7 @@ def run_attempt(fields: dict[str, Any], report: str) -> None:
             "rows_done": rows,
             "seconds": time.monotonic() - started,
             "peak_rss_mb": peak_mb,
+            "forked_rss_mb": forked_mb,
             "requests": requests,
             "bytes_read": size,
         }

@@ -4,8 +4,7 @@ Usage::
 
     guard = BudgetGuard(ceiling_usd=5.0, log_path=Path("runs/budget/spend_log.jsonl"))
     guard.authorize("lab02-tp-spinup", 3.00)      # raises BudgetGuardExceeded if it could pass the ceiling
-    ...                                            # launch, run, terminate
-    guard.record_actual("lab02-tp-spinup", 2.41)  # what it really cost
+    guard.record_actual("lab02-tp-spinup", 2.41)  # after the launch, run, terminate: what it really cost
 
 What counts against the ceiling: every recorded actual, plus the estimate of every operation that was
 authorized and has no actual yet (a *reservation*). So two launches cannot both pass on the same dollars,
@@ -20,16 +19,15 @@ The log is append-only JSONL, one line per event, never edited, never truncated:
 
 The log (`spend_log.py`) is locked for every read-check-append, so processes and threads that authorize at
 the same time are serialised and cannot pass the ceiling together; each record is written whole or not at
-all. A line that does not parse stops the guard with an error naming the file and line; the guard never
-repairs the log by itself (`spotbatch budget repair` cuts only a torn line it began, keeping a copy).
+all, and each guard reads the lines appended since its last look (`SpendTally`). A line that does not parse
+stops the guard naming the file and line; the guard never repairs the log by itself (`spotbatch budget
+repair` cuts only a torn line it began, keeping a copy).
 
-Reservations belong to operations, and an operation is authorized once: `authorize_once(label, ...)` does
-nothing if `label` already holds an open reservation (a coordinator restarted after authorizing but before
-recording its attempt does not reserve the same launch twice).
+An operation is authorized once: `authorize_once(label, ...)` does nothing if `label` holds an open
+reservation (a coordinator restarted between authorizing and recording does not reserve a launch twice).
 
-    SpotbatchError
-    ├── BudgetGuardExceeded   the operation would pass the ceiling (do not retry)
-    └── BudgetConfigError     a bad ceiling, estimate, currency or log line
+Errors: `BudgetGuardExceeded` (would pass the ceiling: do not retry), `BudgetConfigError` (a bad ceiling,
+estimate, currency or log line).
 """
 
 from __future__ import annotations
@@ -37,13 +35,11 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections import defaultdict
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from coordinator.cost.spend_log import RepairResult, SpendLog
+from coordinator.cost.spend_log import Mark, RepairResult, SpendLog
+from coordinator.cost.spend_tally import BudgetState, SpendEntry, SpendTally
 from coordinator.errors import BudgetConfigError, BudgetGuardExceeded
 
 DEFAULT_CEILING_USD = 5.0  # docs/budget/budget.md: $3 for the GPU run, $2 buffer
@@ -68,55 +64,6 @@ def parse_amount(value: object, what: str) -> float:
     if not math.isfinite(amount) or amount < 0:
         raise BudgetConfigError(f"{what} must be a finite number >= 0, got {value!r}")
     return amount
-
-
-@dataclass(frozen=True, slots=True)
-class SpendEntry:
-    ts: str
-    op_label: str
-    estimated: float | None
-    actual: float | None
-    currency: str
-
-    def to_json(self) -> str:
-        record: dict[str, Any] = {"ts": self.ts, "op_label": self.op_label, "estimated": self.estimated}
-        if self.actual is not None:
-            record["actual"] = self.actual
-        record["currency"] = self.currency
-        return json.dumps(record)
-
-
-@dataclass(frozen=True, slots=True)
-class LabelTotals:
-    spent: float
-    reserved: float
-
-
-@dataclass(frozen=True, slots=True)
-class Reservation:
-    estimate: float
-    ts: str  # when it was authorized (ISO 8601, UTC)
-
-    def age_seconds(self, now: datetime | None = None) -> float | None:
-        try:
-            then = datetime.fromisoformat(self.ts)
-        except ValueError:
-            return None
-        return ((now or datetime.now(UTC)) - then).total_seconds()
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetState:
-    """Totals derived from the log at one instant."""
-
-    spent: float
-    reserved: float
-    by_label: dict[str, LabelTotals]
-    reservations: dict[str, list[Reservation]]  # label -> reservations without an actual, oldest first
-
-    @property
-    def open_reservations(self) -> dict[str, list[float]]:
-        return {label: [r.estimate for r in found] for label, found in self.reservations.items()}
 
 
 def _parse_line(where: str, line: str, currency: str) -> SpendEntry:
@@ -144,31 +91,6 @@ def _parse_line(where: str, line: str, currency: str) -> SpendEntry:
     )
 
 
-def summarize(entries: list[SpendEntry]) -> BudgetState:
-    reservations: dict[str, list[Reservation]] = defaultdict(list)
-    spent_by_label: dict[str, float] = defaultdict(float)
-    for entry in entries:
-        if entry.actual is None:
-            reservations[entry.op_label].append(Reservation(entry.estimated or 0.0, entry.ts))
-        else:
-            spent_by_label[entry.op_label] += entry.actual
-            if entry.estimated is not None and reservations[entry.op_label]:
-                reservations[entry.op_label].pop(0)
-    labels = sorted(set(spent_by_label) | {k for k, v in reservations.items() if v})
-    by_label = {
-        label: LabelTotals(
-            spent_by_label.get(label, 0.0), sum(r.estimate for r in reservations.get(label, []))
-        )
-        for label in labels
-    }
-    return BudgetState(
-        spent=sum(spent_by_label.values()),
-        reserved=sum(r.estimate for found in reservations.values() for r in found),
-        by_label=by_label,
-        reservations={k: v for k, v in reservations.items() if v},
-    )
-
-
 def test_mode_requested() -> bool:
     """`BUDGET_GUARD_TEST_MODE=1` in the environment: the simulator honours it (and says so); every command
     that can spend money refuses to start with it (`commands/options.budget_guard`), so a value left in a
@@ -189,13 +111,22 @@ class BudgetGuard:
         self.currency = CURRENCY
         self.in_memory = in_memory
         self.log = SpendLog(self.log_path, in_memory=self.in_memory)
+        self._tally, self._mark = SpendTally(), Mark()
 
-    def _entries(self) -> list[SpendEntry]:
-        return [
-            _parse_line(f"{self.log.where}:{number}", line, self.currency)
-            for number, line in enumerate(self.log.lines(), start=1)
-            if line.strip()
+    def _tally_now(self) -> SpendTally:
+        """Inside `locked()`: the tally with the lines appended since the last look (the whole log when it
+        was replaced or cut). A line that does not parse stops it before any line of the look counts."""
+        lines, mark = self.log.appended(self._mark)
+        first = 1 if mark.restart else self._mark.lines + 1
+        numbered = enumerate(lines, start=first)
+        entries = [
+            _parse_line(f"{self.log.where}:{n}", line, self.currency) for n, line in numbered if line.strip()
         ]
+        tally = SpendTally() if mark.restart else self._tally
+        for entry in entries:
+            tally.add(entry)
+        self._tally, self._mark = tally, mark
+        return tally
 
     def _append(self, entry: SpendEntry) -> None:
         self.log.append(entry.to_json(), repr(entry.op_label))
@@ -224,24 +155,25 @@ class BudgetGuard:
         self._check_currency(currency)
         estimate = parse_amount(estimated_usd, f"estimate for {op_label!r}")
         with self.log.locked():
-            state = summarize(self._entries())
-            if once and op_label in state.reservations:
+            tally = self._tally_now()
+            if once and tally.reservations.get(op_label):
                 return False
-            self._refuse_if_over(state, op_label, estimate)
+            self._refuse_if_over(*tally.committed(), op_label, estimate)
             self._append(SpendEntry(_now(), op_label, estimate, None, self.currency))
             return True
 
     def check(self, op_label: str, estimated_usd: float) -> None:
         """Raise as `authorize` would, but reserve nothing and write nothing."""
         self._check_label(op_label)
-        self._refuse_if_over(self.state(), op_label, parse_amount(estimated_usd, "estimate"))
+        state = self.state()
+        self._refuse_if_over(state.spent, state.reserved, op_label, parse_amount(estimated_usd, "estimate"))
 
-    def _refuse_if_over(self, state: BudgetState, op_label: str, estimate: float) -> None:
-        committed = state.spent + state.reserved
+    def _refuse_if_over(self, spent: float, reserved: float, op_label: str, estimate: float) -> None:
+        committed = spent + reserved
         if committed + estimate > self.ceiling_usd + TOLERANCE_USD:
             raise BudgetGuardExceeded(
-                f"{op_label!r} refused: estimate ${estimate:.2f} + spent ${state.spent:.2f} + reserved "
-                f"${state.reserved:.2f} = ${committed + estimate:.2f} would pass the ceiling "
+                f"{op_label!r} refused: estimate ${estimate:.2f} + spent ${spent:.2f} + reserved "
+                f"${reserved:.2f} = ${committed + estimate:.2f} would pass the ceiling "
                 f"${self.ceiling_usd:.2f} (remaining ${self.ceiling_usd - committed:.2f})"
             )
 
@@ -251,21 +183,21 @@ class BudgetGuard:
         self._check_currency(currency)
         actual = parse_amount(actual_usd, f"actual for {op_label!r}")
         with self.log.locked():
-            state = summarize(self._entries())
-            reservations = state.reservations.get(op_label, [])
+            reservations = self._tally_now().reservations.get(op_label, [])
             estimated = reservations[0].estimate if reservations else None
             self._append(SpendEntry(_now(), op_label, estimated, actual, self.currency))
 
     def state(self) -> BudgetState:
         with self.log.locked():
-            return summarize(self._entries())
+            return self._tally_now().state()
 
     def repair(self) -> RepairResult:
         """Remove a torn last line the guard began (`SpendLog.repair`); a corrupt line elsewhere is
         reported, never "repaired"."""
         with self.log.locked():
             result = self.log.repair()
-            self._entries()  # what is left parses
+            self._mark = Mark()  # read what is left whole: it parses
+            self._tally_now()
             return result
 
     @property

@@ -37,6 +37,21 @@ from coordinator.errors import BudgetConfigError
 RECORD_START = b'{"ts": "'  # how every record the guard writes begins (`SpendEntry.to_json`)
 
 
+TAIL_BYTES = 64  # a mark keeps the bytes before it: a log changed there since is read whole again
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """How far a reader has read the log: its file (inode), the byte offset and line count after the last
+    line read, the bytes just before that offset, and whether that read began again from the start."""
+
+    inode: int = 0
+    offset: int = 0
+    lines: int = 0
+    tail: bytes = b""
+    restart: bool = True
+
+
 @dataclass(frozen=True, slots=True)
 class RepairResult:
     copy: Path | None  # the whole log before the repair; None: nothing to repair
@@ -110,10 +125,10 @@ class SpendLog:
             raise RuntimeError("the spend log is read and written only inside `locked()`")
         return self._fd
 
-    def _read_bytes(self) -> bytes:
+    def _read_bytes(self, offset: int = 0) -> bytes:
         fd = self._fd_held()
         size = os.fstat(fd).st_size
-        chunks, offset = [], 0
+        chunks: list[bytes] = []
         while offset < size:
             chunk = os.pread(fd, min(1 << 20, size - offset), offset)
             if not chunk:
@@ -123,14 +138,33 @@ class SpendLog:
         return b"".join(chunks)
 
     def lines(self) -> list[str]:
+        return self.appended(Mark())[0]
+
+    def appended(self, since: Mark) -> tuple[list[str], Mark]:
+        """Inside `locked()`: the lines written after `since`, and the mark after them. A log replaced,
+        cut (`repair`) or changed just before the mark is read whole again (the mark's `restart`), so a
+        reader that keeps what it read (the guard's tally) reads each line once, not the log every time."""
         if self.in_memory:
-            return list(self._memory)
+            fresh = since.inode != -1 or since.offset > len(self._memory)
+            start = 0 if fresh else since.offset
+            return list(self._memory[start:]), Mark(-1, len(self._memory), len(self._memory), b"", fresh)
         try:
-            raw = self._read_bytes()
+            fd = self._fd_held()
+            status = os.fstat(fd)
+            before = os.pread(fd, len(since.tail), since.offset - len(since.tail)) if since.tail else b""
+            whole = status.st_ino != since.inode or status.st_size < since.offset or before != since.tail
+            start = 0 if whole else since.offset
+            raw = self._read_bytes(start)
         except OSError as error:
             raise self._refuse("cannot read the spend log", error) from None
+        lines = self._decode(raw, 0 if whole else since.lines)
+        end = start + len(raw)
+        tail = os.pread(fd, min(TAIL_BYTES, end), end - min(TAIL_BYTES, end)) if end else b""
+        return lines, Mark(status.st_ino, end, (0 if whole else since.lines) + len(lines), tail, whole)
+
+    def _decode(self, raw: bytes, lines_before: int) -> list[str]:
         if raw and not raw.endswith(b"\n"):
-            last, tail = raw.count(b"\n") + 1, raw.rsplit(b"\n", 1)[-1][:120]
+            last, tail = lines_before + raw.count(b"\n") + 1, raw.rsplit(b"\n", 1)[-1][:120]
             raise BudgetConfigError(
                 f"{self.path}:{last}: truncated line (no newline: a crash or a full disk mid-write?): "
                 f"{tail!r}. The guard never rewrites the log by itself: `spotbatch budget repair` removes a "
@@ -139,7 +173,7 @@ class SpendLog:
         try:
             return raw.decode("utf-8").splitlines()
         except UnicodeDecodeError as error:
-            line = raw.count(b"\n", 0, error.start) + 1
+            line = lines_before + raw.count(b"\n", 0, error.start) + 1
             raise BudgetConfigError(f"{self.path}:{line}: not UTF-8") from None
 
     def append(self, line: str, what: str) -> None:
