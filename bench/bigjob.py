@@ -232,7 +232,7 @@ def report(args: argparse.Namespace, tmp: Path, prefix: str) -> int:
             "args": {k: str(v) for k, v in vars(args).items()},
             "peak_rss_mb": peak,
             "segments": len(segments),
-            "phases": {k: asdict(v) for k, v in phases.items()},
+            "phases": {k: {**asdict(v), "requests": dict(v.requests)} for k, v in phases.items()},
             "cycles_cpu_s": cycles,
             "warned": stats.warned,
             "worker_reports": stats.reports,

@@ -26,6 +26,7 @@ from __future__ import annotations
 from coordinator.stack.iam_documents import StackArns, Statement
 from coordinator.stack.key_permissions import bucket_key, volume_key
 from coordinator.stack.outputs import StackOutputs
+from inference.layout import JOB_MANIFEST_KEY, manifest_key
 
 JOB_LEASE = "coordinator.lease"  # the object in a job's prefix that says which coordinator runs it
 
@@ -206,6 +207,20 @@ def _job_prefix_statements(arns: StackArns) -> list[Statement]:
                 ("s3:DeleteObject", "the job's lease, released when the job ends"),
             ),
             (f"{arns.bucket_arn}/{arns.job_prefix}*/{JOB_LEASE}",),
+        ),
+        Statement(
+            "CommitJobOutputs",
+            (
+                (
+                    "s3:PutObject",
+                    "the job's manifest once its outputs are proven exactly once, and a done segment's "
+                    "manifest its worker died before writing (both derived from what the job wrote)",
+                ),
+            ),
+            (
+                f"{arns.bucket_arn}/{arns.job_prefix}*/{JOB_MANIFEST_KEY}",
+                f"{arns.bucket_arn}/{arns.job_prefix}*/{manifest_key('*')}",
+            ),
         ),
         Statement(
             "ListJobHeartbeats",

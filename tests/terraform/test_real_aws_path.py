@@ -295,7 +295,7 @@ def test_apply_push_run_destroy_as_a_real_user_would(
     assert runtime.errors == []
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert done.stdout.startswith(f"input {sentences_parquet}: 1500 rows, s3://realcheck-bucket/data/")
-    assert f"job {job}: 2/2 segments done, 1500 rows merged" in done.stdout
+    assert f"job {job}: 2/2 segments done, 1500 rows verified exactly once, 1500 rows fetched" in done.stdout
     assert [r.kind for r in injector.records] == ["notice"], injector.records
     ids = pq.read_table(tmp_path / job / "predictions.parquet").column("id").to_pylist()
     assert sorted(ids) == sorted(pq.read_table(sentences_parquet).column("id").to_pylist())  # each once
