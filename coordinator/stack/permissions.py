@@ -29,6 +29,7 @@ from coordinator.stack.outputs import StackOutputs
 from inference.layout import JOB_MANIFEST_KEY, manifest_key
 
 JOB_LEASE = "coordinator.lease"  # the object in a job's prefix that says which coordinator runs it
+COMMIT_WHY = "the job's manifest once its outputs are proven exactly once, and a done segment's manifest its worker died before writing (both derived from what the job wrote)"  # noqa: E501
 
 
 def coordinator_policy(arns: StackArns) -> list[Statement]:
@@ -210,16 +211,9 @@ def _job_prefix_statements(arns: StackArns) -> list[Statement]:
         ),
         Statement(
             "CommitJobOutputs",
-            (
-                (
-                    "s3:PutObject",
-                    "the job's manifest once its outputs are proven exactly once, and a done segment's "
-                    "manifest its worker died before writing (both derived from what the job wrote)",
-                ),
-            ),
-            (
-                f"{arns.bucket_arn}/{arns.job_prefix}*/{JOB_MANIFEST_KEY}",
-                f"{arns.bucket_arn}/{arns.job_prefix}*/{manifest_key('*')}",
+            (("s3:PutObject", COMMIT_WHY),),
+            tuple(
+                f"{arns.bucket_arn}/{arns.job_prefix}*/{key}" for key in (JOB_MANIFEST_KEY, manifest_key("*"))
             ),
         ),
         Statement(
