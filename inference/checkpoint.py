@@ -19,6 +19,7 @@ import json
 import logging
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -63,12 +64,7 @@ class Checkpoint:
     def from_json(cls, where: str, data: bytes) -> Checkpoint:
         """Parsed and checked field by field: any worker of the job may write one (untrusted input)."""
         try:
-            fields = json.loads(data)
-            if not isinstance(fields, dict) or set(fields) != set(FIELD_TYPES):
-                raise TypeError(f"its keys are not {sorted(FIELD_TYPES)}")
-            for name, kind in FIELD_TYPES.items():
-                if type(fields[name]) is not kind and not (kind is float and type(fields[name]) is int):
-                    raise TypeError(f"{name} is not a {kind.__name__}")
+            fields = typed_fields(data, FIELD_TYPES)
             checkpoint = cls(**fields)
             prefix = parts_prefix(checkpoint.segment_id)
             if not all(isinstance(key, str) and key.startswith(prefix) for key in checkpoint.parts):
@@ -81,6 +77,18 @@ class Checkpoint:
                 f"{where}: corrupt checkpoint ({type(error).__name__}: {str(error)[:120]})"
             ) from None
         return checkpoint
+
+
+def typed_fields(data: bytes, types: dict[str, type]) -> dict[str, Any]:
+    """A JSON object with exactly these keys, each of its type (an int passes for a float); `TypeError`
+    or `ValueError` (not JSON) otherwise. For the documents any worker of the job may write."""
+    fields = json.loads(data)
+    if not isinstance(fields, dict) or set(fields) != set(types):
+        raise TypeError(f"its keys are not {sorted(types)}")
+    for name, kind in types.items():
+        if type(fields[name]) is not kind and not (kind is float and type(fields[name]) is int):
+            raise TypeError(f"{name} is not a {kind.__name__}")
+    return fields
 
 
 FIELD_TYPES = {

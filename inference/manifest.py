@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from inference.checkpoint import Checkpoint
+from inference.checkpoint import Checkpoint, typed_fields
 from inference.digest import from_text
 from inference.errors import CheckpointError
 from inference.layout import manifest_key, parts_prefix
@@ -47,12 +47,7 @@ class SegmentManifest:
     def from_json(cls, where: str, data: bytes) -> SegmentManifest:
         """Parsed and checked field by field: a worker of the job wrote it (untrusted input)."""
         try:
-            fields = json.loads(data)
-            if not isinstance(fields, dict) or set(fields) != set(_TYPES):
-                raise TypeError(f"its keys are not {sorted(_TYPES)}")
-            for name, kind in _TYPES.items():
-                if type(fields[name]) is not kind:
-                    raise TypeError(f"{name} is not a {kind.__name__}")
+            fields = typed_fields(data, _TYPES)
             fields["parts"] = tuple(fields["parts"])
             manifest = cls(**fields)
             prefix = parts_prefix(manifest.segment_id)
