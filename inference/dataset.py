@@ -13,6 +13,7 @@ the segment. A problem found here names the object, the column and the row.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,20 @@ def write_dataset(table: pa.Table, destination: Path) -> None:
     tmp = destination.with_name(f".{destination.name}.tmp")
     pq.write_table(table, tmp, row_group_size=row_group_rows(table))
     tmp.replace(destination)
+
+
+def overlapping_row_groups(metadata: pq.FileMetaData, start: int, stop: int) -> tuple[list[int], int]:
+    """The row groups of a file that overlap its rows `[start, stop)`, and the row the first of them starts
+    at (`start` when none does)."""
+    groups: list[int] = []
+    first_row, offset = start, 0
+    for index in range(metadata.num_row_groups):
+        size = metadata.row_group(index).num_rows
+        if offset < stop and offset + size > start:
+            first_row = offset if not groups else first_row
+            groups.append(index)
+        offset += size
+    return groups, first_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,28 +107,27 @@ class SegmentReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _groups_from(self, row: int) -> tuple[list[int], int]:
-        """The row groups that overlap `[row, stop)` and the file row the first of them starts at."""
-        groups: list[int] = []
-        first_row, offset = row, 0
-        metadata = self._parquet.metadata
-        for index in range(metadata.num_row_groups):
-            size = metadata.row_group(index).num_rows
-            if offset < self.stop and offset + size > row:
-                first_row = offset if not groups else first_row
-                groups.append(index)
-            offset += size
-        return groups, first_row
-
     def chunks(self, chunk_rows: int, first_chunk: int = 0) -> Iterator[Chunk]:
         """The segment's chunks of `chunk_rows` rows from `first_chunk` on, one record batch in memory."""
         begin = self.start + first_chunk * chunk_rows
-        groups, position = self._groups_from(begin)
+        groups, position = overlapping_row_groups(self._parquet.metadata, begin, self.stop)
+        # no Arrow threads: they would call back into the Python file object (the S3 reader), and one still
+        # reading ahead when the process exits aborts it ("terminate called without an active exception");
+        # closed when the segment ends, not left to the garbage collector
+        batches = self._parquet.iter_batches(
+            batch_size=min(chunk_rows, 65_536),
+            row_groups=groups,
+            columns=list(self.columns),
+            use_threads=False,
+        )
+        with contextlib.closing(batches):
+            yield from self._cut(batches, begin, position, chunk_rows)
+
+    def _cut(
+        self, batches: Iterator[pa.RecordBatch], begin: int, position: int, chunk_rows: int
+    ) -> Iterator[Chunk]:
         pending: list[pa.RecordBatch] = []
         pending_rows, first = 0, begin - self.start
-        batches = self._parquet.iter_batches(
-            batch_size=min(chunk_rows, 65_536), row_groups=groups, columns=list(self.columns)
-        )
         for batch in batches:
             low, high = max(begin - position, 0), min(self.stop - position, batch.num_rows)
             position += batch.num_rows

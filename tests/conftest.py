@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,10 @@ if TYPE_CHECKING:
     from coordinator.sim.emulator_stack import Infrastructure
 
 pytest_plugins = ["tests.image_fixtures", "tests.speed"]  # the real worker image; tests by speed
+
+# every process a test starts prints its Python threads' stacks if it dies of a signal (an abort in a native
+# library at exit was seen once in CI with nothing but "terminate called without an active exception")
+os.environ.setdefault("PYTHONFAULTHANDLER", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"

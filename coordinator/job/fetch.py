@@ -14,14 +14,11 @@ Usage::
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
-
 from coordinator.errors import MergeError
+from coordinator.job.result_files import ResultFiles
 from coordinator.job.verify import JobManifest
 from inference.checkpoint import decode_part
 from inference.digest import add_digests, as_text, id_digest
@@ -38,12 +35,6 @@ class Fetched:
     paths: tuple[Path, ...]
 
 
-def _close(*writers: pq.ParquetWriter | pacsv.CSVWriter | None) -> None:
-    for writer in writers:
-        if writer is not None:
-            writer.close()
-
-
 def read_job_manifest(store: ObjectStore) -> JobManifest:
     where = f"{store.uri}/{JOB_MANIFEST_KEY}"
     try:
@@ -57,36 +48,18 @@ def read_job_manifest(store: ObjectStore) -> JobManifest:
 
 def fetch_output(store: ObjectStore, out_dir: Path, *, csv: bool = False) -> Fetched:
     manifest = read_job_manifest(store)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    targets = [out_dir / "predictions.parquet"] + ([out_dir / "predictions.csv"] if csv else [])
-    temporary = [path.with_name(f".{path.name}.tmp") for path in targets]
-    parquet_writer: pq.ParquetWriter | None = None
-    csv_writer: pacsv.CSVWriter | None = None
-    rows = size = digest = 0
-    try:
+    size = digest = 0
+    files = ResultFiles(out_dir / "predictions.parquet", out_dir / "predictions.csv" if csv else None)
+    with files:
         for key in manifest.parts:
             data = store.get(key)
             size += len(data)
             table = decode_part(data, f"{store.uri}/{key}")
             digest = add_digests([digest, id_digest(table.column("id"))])
-            if parquet_writer is None:
-                parquet_writer = pq.ParquetWriter(temporary[0], table.schema)
-                csv_writer = pacsv.CSVWriter(temporary[1], table.schema) if csv else None
-            parquet_writer.write_table(table)
-            if csv_writer is not None:
-                csv_writer.write_table(table)
-            rows += table.num_rows
-        if rows != manifest.rows or as_text(digest) != manifest.digest:
+            files.write(table)
+        if files.rows != manifest.rows or as_text(digest) != manifest.digest:
             raise MergeError(
-                f"{store.uri}: its parts hold {rows} rows of digest {as_text(digest)}, its manifest says "
-                f"{manifest.rows} of {manifest.digest}; nothing was written"
+                f"{store.uri}: its parts hold {files.rows} rows of digest {as_text(digest)}, its manifest "
+                f"says {manifest.rows} of {manifest.digest}; nothing was written"
             )
-    except BaseException:
-        _close(parquet_writer, csv_writer)
-        for tmp in temporary:
-            tmp.unlink(missing_ok=True)
-        raise
-    _close(parquet_writer, csv_writer)
-    for tmp, path in zip(temporary, targets, strict=True):
-        os.replace(tmp, path)
-    return Fetched(rows, len(manifest.parts), size, tuple(targets))
+    return Fetched(files.rows, len(manifest.parts), size, tuple(files.targets))

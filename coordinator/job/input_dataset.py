@@ -132,7 +132,7 @@ def input_digests(store: ObjectStore, segments: Sequence[Segment], *, id_column:
             if id_column not in parquet.schema_arrow.names:
                 raise DataError(f"{store.uri}/{key}: column {id_column!r} not found")
             position = 0
-            for batch in parquet.iter_batches(batch_size=262_144, columns=[id_column]):
+            for batch in parquet.iter_batches(batch_size=262_144, columns=[id_column], use_threads=False):
                 hashes = id_hashes(batch.column(0))
                 end = position + len(hashes)
                 for index in np.nonzero((starts < end) & (stops > position))[0]:

@@ -15,19 +15,19 @@ Usage::
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from coordinator.errors import MergeError
+from coordinator.job.result_files import ResultFiles
 from coordinator.job.state_schema import SegmentRow
 from inference.checkpoint import read_segment_table
+from inference.dataset import overlapping_row_groups
 from inference.storage import ObjectStore
 
 RESULT_COLUMNS = ("id", "text", "label", "prediction", "score")
@@ -52,15 +52,10 @@ def input_rows(store: ObjectStore, key: str, start: int, stop: int, columns: Seq
     with store.open_read(key) as handle:
         parquet = pq.ParquetFile(handle)
         wanted = [c for c in columns if c in parquet.schema_arrow.names]
-        groups, first, offset = [], None, 0
-        for index in range(parquet.metadata.num_row_groups):
-            size = parquet.metadata.row_group(index).num_rows
-            if offset < stop and offset + size > start:
-                groups.append(index)
-                first = offset if first is None else first
-            offset += size
-        table = parquet.read_row_groups(groups, columns=wanted)
-    return table.slice(start - (first or 0), stop - start)
+        groups, first = overlapping_row_groups(parquet.metadata, start, stop)
+        # no Arrow threads calling back into the Python file (`dataset.SegmentReader.chunks` says why)
+        table = parquet.read_row_groups(groups, columns=wanted, use_threads=False)
+    return table.slice(start - first, stop - start)
 
 
 def _joined(
@@ -108,35 +103,12 @@ def merge_results(
     text_column: str = "text",
     label_column: str = "label",
 ) -> MergeReport:
-    out_dir.mkdir(parents=True, exist_ok=True)
     csv_path, parquet_path = out_dir / "predictions.csv", out_dir / "predictions.parquet"
-    csv_tmp, parquet_tmp = (path.with_name(f".{path.name}.tmp") for path in (csv_path, parquet_path))
     columns = (id_column, text_column, label_column)
-    parquet_writer: pq.ParquetWriter | None = None
-    csv_writer: pacsv.CSVWriter | None = None
-    rows = 0
-    try:
+    with ResultFiles(parquet_path, csv_path) as files:
         for segment in segments:
             source = input_rows(
                 input_store, segment.input_key or default_input_key, segment.start, segment.stop, columns
             )
-            table = _joined(job_store, source, segment, columns)
-            if parquet_writer is None or csv_writer is None:
-                parquet_writer = pq.ParquetWriter(parquet_tmp, table.schema)
-                csv_writer = pacsv.CSVWriter(csv_tmp, table.schema)
-            parquet_writer.write_table(table)
-            csv_writer.write_table(table)
-            rows += table.num_rows
-    except BaseException:
-        for writer in (parquet_writer, csv_writer):
-            if writer is not None:
-                writer.close()
-        csv_tmp.unlink(missing_ok=True)
-        parquet_tmp.unlink(missing_ok=True)
-        raise
-    for writer in (parquet_writer, csv_writer):
-        if writer is not None:
-            writer.close()
-    os.replace(csv_tmp, csv_path)
-    os.replace(parquet_tmp, parquet_path)
-    return MergeReport(rows, csv_path, parquet_path)
+            files.write(_joined(job_store, source, segment, columns))
+    return MergeReport(files.rows, csv_path, parquet_path)

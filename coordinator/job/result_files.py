@@ -1,0 +1,60 @@
+"""A job's result written locally as Parquet and, when asked, CSV: table after table into temporary files
+beside the targets, which replace the targets only when every table is written (a failure leaves the old
+files, or none, and no temporary behind).
+
+Usage::
+
+    with ResultFiles(out_dir / "predictions.parquet", out_dir / "predictions.csv") as files:
+        for table in tables:
+            files.write(table)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from coordinator.errors import MergeError
+
+
+class ResultFiles:
+    def __init__(self, parquet_path: Path, csv_path: Path | None = None) -> None:
+        self.targets = [parquet_path] + ([csv_path] if csv_path is not None else [])
+        self._temporary = [path.with_name(f".{path.name}.tmp") for path in self.targets]
+        self._parquet: pq.ParquetWriter | None = None
+        self._csv: pacsv.CSVWriter | None = None
+        self.rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        if self._parquet is None:
+            self._parquet = pq.ParquetWriter(self._temporary[0], table.schema)
+            if len(self._temporary) > 1:
+                self._csv = pacsv.CSVWriter(self._temporary[1], table.schema)
+        self._parquet.write_table(table)
+        if self._csv is not None:
+            self._csv.write_table(table)
+        self.rows += table.num_rows
+
+    def __enter__(self) -> ResultFiles:
+        self.targets[0].parent.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        for writer in (self._parquet, self._csv):
+            if writer is not None:
+                writer.close()
+        if kind is None and self._parquet is None:
+            raise MergeError(f"{self.targets[0].parent}: no rows to write")
+        if kind is not None:  # the exception goes on; what was half written goes
+            for tmp in self._temporary:
+                tmp.unlink(missing_ok=True)
+            return
+        for tmp, path in zip(self._temporary, self.targets, strict=True):
+            os.replace(tmp, path)
