@@ -81,7 +81,8 @@ def test_simulate_quick_matrix_through_the_cli(
     assert deadline_run["deadline_seconds"] == expected["deadline_seconds"]
     assert expected["deadline_seconds"] == pytest.approx(2.5 * on_demand_model["mean_job_seconds"], abs=1)
     assert "| deadline | 1 |" in result.stdout and deadline_run["deadline_met"] is True
-    # each run that kept its pace lands where the model says one run of its configuration lands
+    # each run that kept its pace lands where the model says one run of its configuration lands: within its
+    # 0.1-99.9% bounds (its 95% range is missed by one run in 20 by chance: a flaky test with three runs)
     for name, config in (
         ("on-demand-01", "on-demand"),
         ("spot-only-01", "spot-only"),
@@ -92,7 +93,7 @@ def test_simulate_quick_matrix_through_the_cli(
             continue  # named as such in the summary; a loaded test machine may not keep ten paces
         _, summary = read_ledger(out / name / "ledger.jsonl")
         assert summary is not None
-        low, high = expected["predictions"][config]["cost_range_usd"]
+        low, high = expected["predictions"][config]["cost_bounds_usd"]
         assert low <= summary.total_cost_usd <= high, (name, summary.total_cost_usd, low, high)
     for name in ("on-demand-01", "spot-only-01", "hybrid-01", "deadline-01"):
         run = json.loads((out / name / "run.json").read_text())
