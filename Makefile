@@ -135,6 +135,7 @@ bench: model container-tools  ## benchmarks: each prints a ratio against a basel
 	$(BIN)/python -m bench.recovery
 	$(BIN)/python -m bench.scale
 	$(BIN)/python -m bench.bigjob --rows 1000000
+	$(BIN)/python -m bench.prepare
 	$(BIN)/python -m bench.policies
 	$(BIN)/python -m bench.zones
 	$(BIN)/python -m bench.simulate_load

@@ -32,8 +32,12 @@ MIN_ROW_GROUP_ROWS = 1_000
 
 def row_group_rows(table: pa.Table) -> int:
     """Rows per row group for about `ROW_GROUP_BYTES` of this table."""
-    per_row = table.nbytes / max(table.num_rows, 1)
-    return max(MIN_ROW_GROUP_ROWS, int(ROW_GROUP_BYTES / max(per_row, 1.0)))
+    return rows_per_group(table.nbytes / max(table.num_rows, 1))
+
+
+def rows_per_group(bytes_per_row: float) -> int:
+    """Rows per row group for about `ROW_GROUP_BYTES` of rows of this size."""
+    return max(MIN_ROW_GROUP_ROWS, int(ROW_GROUP_BYTES / max(bytes_per_row, 1.0)))
 
 
 def write_dataset(table: pa.Table, destination: Path) -> None:

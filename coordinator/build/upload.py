@@ -24,7 +24,6 @@ import pyarrow.parquet as pq
 from botocore.exceptions import ClientError
 
 from coordinator.build.user_dataset import prepare_dataset
-from inference.dataset import write_dataset
 from inference.layout import dataset_key
 
 
@@ -36,20 +35,23 @@ class UploadedInput:
     numbered: bool = False  # no id column: the ids are the row numbers
 
 
-def key_for(path: Path, content: bytes) -> str:
+def key_for(path: Path, canonical: Path) -> str:
+    """`data/<stem>-<12 hex of the canonical file's SHA-256>.parquet`, the file hashed a MB at a time."""
+    digest = hashlib.sha256()
+    with canonical.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
     stem = re.sub(r"[^A-Za-z0-9._-]", "-", path.stem)[:60] or "input"
-    return dataset_key(f"{stem}-{hashlib.sha256(content).hexdigest()[:12]}.parquet")
+    return dataset_key(f"{stem}-{digest.hexdigest()[:12]}.parquet")
 
 
 def upload_input(
     s3: Any, bucket: str, path: Path, *, text_column: str = "text", id_column: str = "id"
 ) -> UploadedInput:
-    prepared = prepare_dataset(path, text_column=text_column, id_column=id_column)
     with tempfile.TemporaryDirectory() as tmp:
         canonical = Path(tmp) / "input.parquet"
-        write_dataset(prepared.table, canonical)
-        content = canonical.read_bytes()
-        key = key_for(path, content)
+        prepared = prepare_dataset(path, canonical, text_column=text_column, id_column=id_column)
+        key = key_for(path, canonical)
         rows = pq.ParquetFile(canonical).metadata.num_rows
         try:
             s3.head_object(Bucket=bucket, Key=key)
@@ -57,5 +59,5 @@ def upload_input(
         except ClientError as error:  # 404; or 403, which S3 answers for a missing key without ListBucket
             if error.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey", "403", "Forbidden"):
                 raise
-        s3.put_object(Bucket=bucket, Key=key, Body=content)
+        s3.upload_file(str(canonical), bucket, key)  # in parts when big, read from disk a part at a time
     return UploadedInput(key, rows, uploaded=True, numbered=prepared.numbered)

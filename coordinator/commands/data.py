@@ -57,17 +57,16 @@ def prepare_command(args: argparse.Namespace) -> int:
 
 def _prepare_user_file(args: argparse.Namespace, output: Path) -> int:
     from coordinator.build.user_dataset import prepare_dataset
-    from inference.dataset import write_dataset
 
     prepared = prepare_dataset(
         Path(args.input),
+        output,
         text_column=args.text_column,
         id_column=args.id_column,
         label_column=args.label_column,
         allow_empty_texts=args.allow_empty_texts,
     )
-    write_dataset(prepared.table, output)
-    print(f"wrote {prepared.table.num_rows} rows to {output}")
+    print(f"wrote {prepared.rows} rows to {output}")
     if prepared.empty_texts:
         print(
             f"  {prepared.empty_texts} empty text(s) kept (--allow-empty-texts): predicted as empty strings"
@@ -75,5 +74,5 @@ def _prepare_user_file(args: argparse.Namespace, output: Path) -> int:
     if prepared.long_texts:
         print(f"  {prepared.long_texts} text(s) longer than the model's window: the tokenizer truncates them")
     if prepared.numbered:
-        print(f"  ids: the row numbers 0..{prepared.table.num_rows - 1} (no {args.id_column!r} column)")
+        print(f"  ids: the row numbers 0..{prepared.rows - 1} (no {args.id_column!r} column)")
     return 0

@@ -260,3 +260,75 @@ def test_an_id_column_of_another_case_is_kept_when_named(
     assert pq.read_table(out).column("id").to_pylist() == [70, 80]
     code, stdout, _ = prepare(capsys, "--input", str(source), "--id-column", "", "--output", str(out))
     assert code == 0 and pq.read_table(out).column("id").to_pylist() == [0, 1] and "row numbers" in stdout
+
+
+@pytest.mark.parametrize("kind", [".csv", ".jsonl", ".parquet"])
+def test_a_file_bigger_than_a_chunk_is_streamed_its_duplicates_found_across_chunks_and_spills(
+    tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """A file is read 300 records at a time, the id hashes go to disk every 1,000, and row groups hold
+    1,000 rows (not a chunk's 300): what a 100 M-row file does at its real sizes, at a test's."""
+    monkeypatch.setattr("coordinator.build.record_stream.CHUNK_ROWS", 300)
+    monkeypatch.setattr("coordinator.build.unique_ids.MEMORY_ENTRIES", 1_000)
+    monkeypatch.setattr("inference.dataset.ROW_GROUP_BYTES", 1)  # the smallest group: MIN_ROW_GROUP_ROWS
+    ids = [f"r{i}" for i in range(4_321)]
+    texts = [f"text {i}" for i in range(4_321)]
+    source = _write_rows(tmp_path / f"big{kind}", ids, texts)
+    code, stdout, stderr = prepare(capsys, "--input", str(source), "--output", str(out))
+    assert code == 0, stderr
+    assert "wrote 4321 rows" in stdout
+    written = pq.ParquetFile(out)
+    assert [written.metadata.row_group(g).num_rows for g in range(written.num_row_groups)] == [1_000] * 4 + [
+        321
+    ]
+    assert (
+        written.read().column("id").to_pylist() == ids and written.read().column("text").to_pylist() == texts
+    )
+    ids[4_000] = ids[123]  # a repeat far from its first, in another chunk and another spill
+    ids[4_100] = ids[4_000]
+    source = _write_rows(tmp_path / f"dup{kind}", ids, texts)
+    code, _, stderr = prepare(capsys, "--input", str(source), "--output", str(tmp_path / "refused.parquet"))
+    assert code == 2
+    assert stderr.strip() == (
+        f"error: {source}: column 'id': duplicate id 'r123' at row 4001 (first at row 124); "
+        "2 duplicate(s) in all"
+    )
+    assert not (tmp_path / "refused.parquet").exists() and not list(tmp_path.glob(".*.tmp"))
+
+
+def _write_rows(path: Path, ids: list[str], texts: list[str]) -> Path:
+    if path.suffix == ".parquet":
+        pq.write_table(pa.table({"id": ids, "text": texts}), path, row_group_size=777)
+    elif path.suffix == ".jsonl":
+        path.write_text(
+            "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(ids, texts, strict=True))
+        )
+    else:
+        path.write_text("id,text\n" + "".join(f"{i},{t}\n" for i, t in zip(ids, texts, strict=True)))
+    return path
+
+
+def test_a_csv_with_bare_carriage_returns_ends_its_lines_there(
+    tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "classic-mac.csv"
+    source.write_bytes(b'id,text\r1,"two\rlines"\r2,b\r')
+    code, _, stderr = prepare(capsys, "--input", str(source), "--output", str(out))
+    assert code == 0, stderr
+    assert pq.read_table(out).to_pydict() == {"id": [1, 2], "text": ["two\rlines", "b"]}
+
+
+def test_ids_whose_hashes_collide_are_looked_at_again_and_kept_when_they_differ(
+    tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Equal hashes are not equal ids: with every id hashed alike, every row is a candidate, and the
+    second look at the ids themselves finds none repeated."""
+    import numpy as np
+
+    monkeypatch.setattr(
+        "coordinator.build.unique_ids.id_hashes", lambda ids: np.full(len(ids), 42, dtype=np.uint64)
+    )
+    source = _write_rows(tmp_path / "same-hash.csv", ["7", "8", "9"], ["a", "b", "c"])
+    code, _, stderr = prepare(capsys, "--input", str(source), "--output", str(out))
+    assert code == 0, stderr
+    assert pq.read_table(out).column("id").to_pylist() == [7, 8, 9]
