@@ -131,7 +131,11 @@ class RecordSource:
 def _lines(path: Path, *, split_bare_cr: bool = True) -> Iterator[str]:
     """The file's lines decoded, line ends kept; a line that is not UTF-8 is a `DataError` naming it."""
     offset = 0
-    with path.open("rb") as handle:
+    try:
+        handle = path.open("rb")
+    except OSError as error:  # not readable by this user
+        raise DataError(f"{path}: cannot read it ({error.strerror})") from None
+    with handle:
         for number, raw in enumerate(handle, start=1):
             try:
                 line = raw.decode("utf-8")

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from coordinator.errors import DataError
 from inference.digest import id_hashes
 
 BUCKETS = 256
@@ -52,11 +53,17 @@ class UniqueIds:
             self._spill()
 
     def _spill(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        for index, held in enumerate(self._held):
-            if held:
-                with (self.folder / f"bucket-{index:03d}").open("ab") as handle:
-                    np.concatenate(held).tofile(handle)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            for index, held in enumerate(self._held):
+                if held:
+                    with (self.folder / f"bucket-{index:03d}").open("ab") as handle:
+                        np.concatenate(held).tofile(handle)
+        except OSError as error:  # a full disk: one line naming where, not a traceback
+            raise DataError(
+                f"{self.folder}: cannot hold the ids' hashes ({error.strerror or error}); point TMPDIR at a "
+                "folder with room (16 bytes an id)"
+            ) from None
         self._held = [[] for _ in range(BUCKETS)]
         self._held_entries, self._spilled = 0, True
 

@@ -20,6 +20,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import tempfile
@@ -209,10 +210,10 @@ def _write(
         [("id", id_type), ("text", pa.string())] + ([("label", pa.string())] if label_column else [])
     )
     group_rows = rows_per_group((found.text_chars + 16 * found.rows) / max(found.rows, 1))
-    destination.parent.mkdir(parents=True, exist_ok=True)
     tmp = destination.with_name(f".{destination.name}.tmp")
     pending: list[pa.Table] = []
     try:
+        destination.parent.mkdir(parents=True, exist_ok=True)
         with pq.ParquetWriter(tmp, schema) as writer:
             for first, records in source.chunks():
                 pending.append(_table(schema, records, first, columns, id_type))
@@ -224,8 +225,12 @@ def _write(
             if sum(t.num_rows for t in pending):
                 writer.write_table(pa.concat_tables(pending), row_group_size=group_rows)
         tmp.replace(destination)
+    except OSError as error:  # a folder that is a file or read-only, a full disk: one line, nothing left
+        why = f"{error.strerror}: {error.filename}" if error.filename else str(error.strerror or error)
+        raise DataError(f"{destination}: cannot write the dataset ({why})") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # none was made where no folder could be
+            tmp.unlink(missing_ok=True)
 
 
 def _table(

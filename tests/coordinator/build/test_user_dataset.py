@@ -332,3 +332,14 @@ def test_ids_whose_hashes_collide_are_looked_at_again_and_kept_when_they_differ(
     code, _, stderr = prepare(capsys, "--input", str(source), "--output", str(out))
     assert code == 0, stderr
     assert pq.read_table(out).column("id").to_pylist() == [7, 8, 9]
+
+
+def test_an_output_that_cannot_be_written_is_one_line_and_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in.csv"
+    source.write_text("id,text\n1,a\n")
+    code, _, stderr = prepare(capsys, "--input", str(source), "--output", str(source / "out.parquet"))
+    assert code == 2 and len(stderr.strip().splitlines()) == 1
+    assert f"{source / 'out.parquet'}: cannot write the dataset (" in stderr and str(source) in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
