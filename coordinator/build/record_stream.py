@@ -16,10 +16,11 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,8 +60,11 @@ class RecordSource:
             except (pa.ArrowInvalid, OSError) as error:
                 raise DataError(f"{path}: not a readable Parquet file ({error})") from None
         elif kind == ".csv":
-            header = next(csv.reader(_lines(path)), None)
-            source.columns.extend(header or [])
+            with contextlib.closing(_lines(path)) as lines:
+                try:
+                    source.columns.extend(next(csv.reader(lines), []))
+                except csv.Error as error:
+                    raise DataError(f"{path}: line 1: not valid CSV ({error})") from None
         else:  # JSONL has no header: its columns are every key of every record (a pass of its own)
             seen: dict[str, None] = {}
             for _, records in source.chunks():
@@ -128,7 +132,7 @@ class RecordSource:
             ) from None
 
 
-def _lines(path: Path, *, split_bare_cr: bool = True) -> Iterator[str]:
+def _lines(path: Path, *, split_bare_cr: bool = True) -> Generator[str, None, None]:
     """The file's lines decoded, line ends kept; a line that is not UTF-8 is a `DataError` naming it."""
     offset = 0
     try:
