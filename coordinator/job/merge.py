@@ -53,7 +53,8 @@ def input_rows(store: ObjectStore, key: str, start: int, stop: int, columns: Seq
         parquet = pq.ParquetFile(handle)
         wanted = [c for c in columns if c in parquet.schema_arrow.names]
         groups, first = overlapping_row_groups(parquet.metadata, start, stop)
-        # no Arrow threads calling back into the Python file (`dataset.SegmentReader.chunks` says why)
+        # no Arrow threads calling back into the Python file (the S3 reader) from their own: the coordinator
+        # reads little here, and an abort at its exit was seen once (`dataset.SegmentReader.chunks`)
         table = parquet.read_row_groups(groups, columns=wanted, use_threads=False)
     return table.slice(start - first, stop - start)
 

@@ -668,8 +668,8 @@ def test_trace_replay_interrupts_spot_and_refuses_spot_launches_while_unavailabl
 def test_deadline_policy_goes_on_demand_in_an_outage_and_back_to_spot_after_it(
     stack: Infrastructure, tmp_path: Path, busy_model_dir: Path, sentences_parquet: Path
 ) -> None:
-    """Spot is gone for 3 of every 8 cloud minutes; two segments of ~15 cloud minutes each (time scale 60)
-    see at least one outage. With a 1-hour deadline the slack is below the policy's reserve (1.5 h with all
+    """Spot is gone for 3 of every 8 cloud minutes; two segments of minutes each (time scale 30) see at
+    least one outage. With a 1-hour deadline the slack is below the policy's reserve (1.5 h with all
     the work ahead; the trace opens with an outage), so an outage sends a segment to on-demand rather than
     waiting; when spot is back (a minute after the refused launch) the slack still pays two changeovers, so
     the on-demand instance is stopped (it drains to its checkpoint) and the segment continues on spot."""
@@ -682,7 +682,7 @@ def test_deadline_policy_goes_on_demand_in_an_outage_and_back_to_spot_after_it(
         trace=trace,
         deadline_seconds=3600.0,
         segments=2,
-        time_scale=60.0,
+        time_scale=30.0,  # at 60 a loaded CI host (2 cores, a second test beside) stretched it 2.8x: 3,966 s
     )
     (run,) = run_matrix(config, stack)
     outcome = run.result.outcome
