@@ -462,7 +462,13 @@ def test_a_second_coordinator_on_the_same_job_refuses_before_launching_anything(
     with simulated_machines(stack, busy_model_dir, tmp_path, job):
         coordinator = subprocess.Popen(first, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         _first_running_instance(tmp_path / "first" / "state.db", coordinator)
-        refused = subprocess.run(second, env=env, capture_output=True, text=True, timeout=120)
+        # the first held still while the second looks (its lease holds 90 s): on a loaded host the first
+        # finished its job and let go of it before the second had started, and the second ran the job
+        coordinator.send_signal(signal.SIGSTOP)
+        try:
+            refused = subprocess.run(second, env=env, capture_output=True, text=True, timeout=60)
+        finally:
+            coordinator.send_signal(signal.SIGCONT)
         _, stderr = coordinator.communicate(timeout=240)
         assert coordinator.returncode == 0, stderr.decode()[-3000:]
     assert refused.returncode == 2, refused.stderr[-3000:]
