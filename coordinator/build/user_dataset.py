@@ -216,7 +216,7 @@ def _write(
         destination.parent.mkdir(parents=True, exist_ok=True)
         with pq.ParquetWriter(tmp, schema) as writer:
             for first, records in source.chunks():
-                pending.append(_table(schema, records, first, columns, id_type))
+                pending.append(_table(schema, records, first, columns))
                 if sum(t.num_rows for t in pending) >= group_rows:  # whole groups out, the rest kept
                     table = pa.concat_tables(pending)
                     whole = table.num_rows - table.num_rows % group_rows
@@ -234,9 +234,10 @@ def _write(
 
 
 def _table(
-    schema: pa.Schema, records: Records, first: int, columns: tuple[str, str | None, str | None], id_type: Any
+    schema: pa.Schema, records: Records, first: int, columns: tuple[str, str | None, str | None]
 ) -> pa.Table:
     text_column, id_column, label_column = columns
+    id_type = schema.field("id").type
     if id_column is None:
         ids: list[Any] = list(range(first - 1, first - 1 + len(records)))
     elif id_type == pa.int64():
