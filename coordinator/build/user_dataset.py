@@ -133,14 +133,14 @@ def prepare_dataset(
 def _check_texts(path: Path, records: Records, first: int, column: str, found: Findings) -> None:
     for number, record in enumerate(records, start=first):
         value = record.get(column)
-        if value is None or (isinstance(value, str) and not value.strip()):
-            found.empty_texts.add(number)
-            value = ""
-        elif not isinstance(value, str):
+        if value is not None and not isinstance(value, str):
             raise DataError(
                 f"{path}: column {column!r}, row {number}: expected text, got {type(value).__name__} "
                 f"{value!r}"
             )
+        value = _text(value)
+        if not value:
+            found.empty_texts.add(number)
         _check_encodable(path, column, number, value)
         found.long_texts += len(value) > LONG_TEXT_CHARS
         found.text_chars += len(value)
