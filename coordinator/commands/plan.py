@@ -19,9 +19,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from coordinator.build.local_parquet import rows_and_bytes
 from coordinator.commands.options import Subcommands
 from coordinator.cost.pricing import PriceTable
-from coordinator.errors import ConfigError
+from coordinator.errors import ConfigError, DataError
 from coordinator.plan.planner import Job, Plan, Ranked, make_plan
 from coordinator.plan.throughput import Throughputs
 
@@ -31,7 +32,9 @@ DEFAULT_BYTES_PER_ROW = 88  # the default dataset: 10,000 movie sentences in 877
 def add_parser(commands: Subcommands) -> None:
     plan = commands.add_parser("plan", help="price the job in every pool, per row; rank; show the arithmetic")
     size = plan.add_mutually_exclusive_group(required=True)
-    size.add_argument("--input", type=Path, help="the Parquet dataset (rows and size from it)")
+    size.add_argument(
+        "--input", type=Path, help="the Parquet dataset, a file or a folder of them (rows and size from it)"
+    )
     size.add_argument("--rows", type=int, help="rows of the job, without a file")
     plan.add_argument("--bytes-per-row", type=float, default=DEFAULT_BYTES_PER_ROW, help="with --rows")
     plan.add_argument("--data-region", default="us-east-1", help="where the input is (transfer from it)")
@@ -41,7 +44,11 @@ def add_parser(commands: Subcommands) -> None:
         "--types", default="", help="comma-separated instance types; all with a figure if empty"
     )
     plan.add_argument("--local-zones", action="store_true", help="take Local and Wavelength Zones too")
-    plan.add_argument("--segments", type=int, help="a segment count instead of the sized one")
+    segments = plan.add_mutually_exclusive_group()
+    segments.add_argument("--segments", type=int, help="a segment count instead of the sized one")
+    segments.add_argument(
+        "--segment-minutes", type=float, help="segments of about this many minutes of work on each type"
+    )
     plan.add_argument("--max-instances", type=int, help="the account's quota, in instances of a type")
     plan.add_argument("--throughput", action="append", default=[], metavar="TYPE=ROWS_PER_S")
     plan.add_argument("--interruption-probability", type=float, default=0.3, help="per interval (0.3)")
@@ -82,6 +89,9 @@ def _job(args: argparse.Namespace) -> Job:
         rows, size = args.rows, round(args.rows * args.bytes_per_row)
     if args.segments is not None and args.segments < 1:
         raise ConfigError(f"--segments {args.segments}: at least 1")
+    minutes = args.segment_minutes
+    if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
+        raise ConfigError(f"--segment-minutes {minutes:g}: more than 0 minutes")
     deadline = args.deadline_minutes
     if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
         raise ConfigError(f"--deadline-minutes {deadline}: a positive number of minutes")
@@ -98,6 +108,7 @@ def _job(args: argparse.Namespace) -> Job:
         data_region=args.data_region,
         deadline_seconds=deadline * 60 if deadline is not None else None,
         segments=args.segments,
+        segment_seconds=minutes * 60 if minutes is not None else None,
         max_instances=args.max_instances,
         probability=args.interruption_probability,
         interval=args.interruption_interval,
@@ -106,12 +117,10 @@ def _job(args: argparse.Namespace) -> Job:
 
 
 def _dataset(path: Path) -> tuple[int, int]:
-    import pyarrow.parquet as pq
-
     try:
-        return int(pq.ParquetFile(path).metadata.num_rows), path.stat().st_size
-    except (OSError, ValueError) as error:  # missing, a folder, not Parquet (pyarrow's errors are ValueError)
-        raise ConfigError(f"--input {path}: not a readable Parquet file ({str(error)[:120]})") from None
+        return rows_and_bytes(path)
+    except DataError as error:
+        raise ConfigError(f"--input {error}") from None
 
 
 def _given(items: list[str]) -> dict[str, float]:
@@ -180,7 +189,9 @@ def inputs(plan: Plan) -> list[str]:
         "pool alike (the task's rate; a zone's own history is not in the price table)",
         f"boots: {job.boot.describe()}",
         f"transfer: ${job.transfer_usd_per_gb}/GB for input read from another region than {job.data_region}",
-        f"sizing ({first.pool.instance_type}): {sizing.segments} segments ({sizing.why}); a checkpoint "
+        f"sizing ({first.pool.instance_type}): {sizing.segments} segments of about "
+        f"{job.rows / sizing.segments:,.0f} rows, {sizing.segment_seconds / 60:.1f} minutes of work each "
+        f"({sizing.why}); a checkpoint "
         f"every {sizing.checkpoint_seconds:.0f} s of work ({sizing.checkpoint_every_batches} batches), "
         "Young's interval for the interruption rate",
         f"expected costs, ranges, job times: the matrix model, {samples} runs per pool and policy; "

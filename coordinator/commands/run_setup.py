@@ -172,6 +172,6 @@ def segment_rows(args: argparse.Namespace) -> int | None:
     if args.segment_minutes is None:
         return None
     if not args.segment_minutes > 0:
-        raise ConfigError(f"--segment-minutes {args.segment_minutes}: must be more than 0")
+        raise ConfigError(f"--segment-minutes {args.segment_minutes:g}: must be more than 0")
     rows: float = args.segment_minutes * 60 * args.planned_rows_per_s
     return max(1, round(rows))

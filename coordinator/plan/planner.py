@@ -45,6 +45,7 @@ class Job:
     data_region: str = DEFAULT_REGION
     deadline_seconds: float | None = None
     segments: int | None = None
+    segment_seconds: float | None = None  # segments of about this much work each (instead of `segments`)
     max_instances: int | None = None
     probability: float = TASK_PROBABILITY
     interval: float = TASK_INTERVAL
@@ -103,6 +104,7 @@ def _setup(job: Job, pool: Pool, lam: float) -> Setup:
         reclaim_loss_seconds=boot,
         max_instances=job.max_instances,
         segments=job.segments,
+        segment_target_seconds=job.segment_seconds,
     )
     return Setup(
         pool,

@@ -6,7 +6,8 @@ deadline: the most segments whose boot is at most a tenth of what each bills, `n
 the job is fast and the boots cost at most 10%. With a deadline `D`: at least `work / (D - boot - loss)`
 segments, `loss` a reclaim's cost to a spot segment (a notice's changeover: the reaction and a new boot).
 Never more segments than rows, nor more than the instances the quota allows (a deadline that needs more
-says so). `--segments` overrides.
+says so). `--segments` overrides; `--segment-minutes` asks for segments of about that much work each
+(`ceil(work / minutes)` of them, then the same bounds).
 
 **Checkpoints.** Young's interval (Daly's to first order), `sqrt(2 * cost * MTBI)`: `cost` what a checkpoint
 takes (a part and the checkpoint written to S3: about half a second, an assumption), `MTBI` the mean time
@@ -17,6 +18,7 @@ worker: the interval times the type's rows/s over the batch size (a resume needs
 Usage::
 
     size_job(rows=2_100_000, rows_per_second=937.9, boot_seconds=117, mtbi_seconds=841, deadline_seconds=None)
+    size_job(..., segment_target_seconds=600)  # segments of about 10 minutes of work
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Sizing:
     checkpoint_seconds: float
     checkpoint_every_batches: int
     why: str  # how the segment count was chosen, in a line
+    segment_seconds: float  # each segment's work on the type, in seconds: the job's work over the count
 
 
 def size_job(
@@ -47,14 +50,20 @@ def size_job(
     reclaim_loss_seconds: float = 0.0,
     max_instances: int | None = None,
     segments: int | None = None,
+    segment_target_seconds: float | None = None,
 ) -> Sizing:
     work = rows / rows_per_second
     interval = math.sqrt(2 * CHECKPOINT_COST_SECONDS * mtbi_seconds) if math.isfinite(mtbi_seconds) else work
     every = max(1, round(interval * rows_per_second / batch_size))
     if segments is not None:
-        return Sizing(min(segments, rows), interval, every, f"{segments} segments asked (--segments)")
-    by_boots = max(1, math.floor(work / (boot_seconds * (1 - BOOT_SHARE) / BOOT_SHARE)))  # work >= 9 boots
-    count, why = by_boots, f"boots at most {BOOT_SHARE:.0%} of each segment's bill"
+        count = min(segments, rows)
+        return Sizing(count, interval, every, f"{segments} segments asked (--segments)", work / count)
+    if segment_target_seconds is not None:
+        count = math.ceil(work / segment_target_seconds)
+        why = f"asked for about {segment_target_seconds / 60:g} minutes each (--segment-minutes)"
+    else:
+        count = max(1, math.floor(work / (boot_seconds * (1 - BOOT_SHARE) / BOOT_SHARE)))  # work >= 9 boots
+        why = f"boots at most {BOOT_SHARE:.0%} of each segment's bill"
     if deadline_seconds is not None:
         room = deadline_seconds - boot_seconds - reclaim_loss_seconds
         needed = math.ceil(work / room) if room > 0 else rows
@@ -65,4 +74,4 @@ def size_job(
         count = max_instances
     if count >= rows:
         count, why = rows, f"{why}; one row each"
-    return Sizing(count, interval, every, why)
+    return Sizing(count, interval, every, why, work / count)

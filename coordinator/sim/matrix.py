@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from coordinator.build.local_parquet import parquet_files, rows_and_bytes
 from coordinator.cost.budget import TEST_MODE_ENV, BudgetGuard, test_mode_requested
 from coordinator.cost.ledger import default_tracking_uri
 from coordinator.errors import SimulationError
@@ -61,8 +62,7 @@ def upload_dataset(s3: Any, bucket: str, dataset: Path, rows: int) -> int:
     """Upload the first `rows` rows of the dataset to the bucket; return the count. A folder's .parquet
     files go up as they are, under `data/<folder>/` (`rows` must be all of theirs)."""
     if dataset.is_dir():
-        files = sorted(dataset.glob("*.parquet"))
-        total = sum(pq.ParquetFile(path).metadata.num_rows for path in files)
+        files, (total, _) = parquet_files(dataset), rows_and_bytes(dataset)
         if total != rows:
             raise SimulationError(
                 f"{dataset}: its {len(files)} .parquet file(s) hold {total} rows, not {rows}"

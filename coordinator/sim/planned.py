@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from coordinator.build.local_parquet import rows_and_bytes
 from coordinator.cost.pricing import PriceTable
 from coordinator.errors import SimulationError
 from coordinator.paths import SIMULATE_POOLS
@@ -34,20 +35,14 @@ SAMPLES = 100  # the plan's matrix-model runs per shown pool: the simulation mea
 
 def job_of(settings: SimulationSettings) -> Job:
     rows = settings.rows * settings.row_weight
-    per_row = settings.dataset.stat().st_size / max(1, _dataset_rows(settings))
+    dataset_rows, size = rows_and_bytes(settings.dataset)  # a file, or a folder's files
     return Job(
         rows=rows,
-        input_bytes=round(rows * per_row),
+        input_bytes=round(rows * size / max(1, dataset_rows)),
         probability=settings.interruption_probability,
         interval=settings.interruption_interval,
         boot=settings.boot_model,
     )
-
-
-def _dataset_rows(settings: SimulationSettings) -> int:
-    import pyarrow.parquet as pq
-
-    return int(pq.ParquetFile(settings.dataset).metadata.num_rows)
 
 
 def plan_for(settings: SimulationSettings) -> Plan:

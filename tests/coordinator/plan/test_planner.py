@@ -91,6 +91,10 @@ def test_young_interval_and_the_bounds_of_the_segment_count() -> None:
         rows=10**6, rows_per_second=100, boot_seconds=100, mtbi_seconds=841, batch_size=32, max_instances=4
     )
     assert quota.segments == 4 and "quota allows 4" in quota.why
+    asked = dict(rows=10**6, rows_per_second=100, boot_seconds=100, mtbi_seconds=841, batch_size=32)
+    by_work = size_job(**asked, segment_target_seconds=600)  # 10,000 s of work: 17 segments of 588 s
+    assert by_work.segments == 17 and by_work.segment_seconds == pytest.approx(10_000 / 17)
+    assert size_job(**asked, segment_target_seconds=600, max_instances=4).segments == 4
     tiny = size_job(
         rows=3,
         rows_per_second=1,
