@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bigjob_scheduler import BUCKET, JOB, RunStats, Scheduler
-from bench.bigjob_worker import RequestMeter
+from bench.request_meter import RequestMeter
 from coordinator.job.input_dataset import cut_segments, input_digests, list_input
 from coordinator.job.spec import Segment
 from coordinator.job.state import CoordinatorState
@@ -114,9 +114,9 @@ class Measured:
     def __exit__(self, *exc: object) -> None:
         self.phase.wall_s += time.monotonic() - self.wall
         self.phase.cpu_s += time.process_time() - self.cpu
-        requests, size = self.meter.take()
-        self.phase.requests.update(requests)
-        self.phase.bytes_read += size
+        taken = self.meter.take()
+        self.phase.requests.update(taken.calls)
+        self.phase.bytes_read += taken.bytes_read
 
 
 def plan(store: S3Store, prefix: str, segments: int, state: CoordinatorState) -> list[Segment]:

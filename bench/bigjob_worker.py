@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import resource
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
+from bench.request_meter import RequestMeter
 from inference.classifier import BatchResult
 from inference.config import WorkerConfig
 from inference.heartbeat import Heartbeat, HeartbeatWriter
@@ -38,36 +38,6 @@ class CheapModel:
     def predict(self, texts: list[str], lengths: list[int] | None = None) -> BatchResult:
         sizes = lengths or self.token_lengths(texts)
         return BatchResult(["odd" if n % 2 else "even" for n in sizes], [n / 100 for n in sizes], 0)
-
-
-class RequestMeter:
-    """Counts this process's AWS requests by operation and the bytes its GetObjects returned."""
-
-    def __init__(self) -> None:
-        self.requests: Counter[str] = Counter()
-        self.bytes_read = 0
-
-    def install(self) -> RequestMeter:
-        from botocore.client import BaseClient
-
-        original = BaseClient._make_api_call  # type: ignore[attr-defined]
-        meter = self
-
-        def counted(client: Any, operation: str, params: Any) -> Any:
-            meter.requests[operation] += 1
-            response = original(client, operation, params)
-            if operation == "GetObject":
-                meter.bytes_read += int(response.get("ContentLength", 0))
-            return response
-
-        BaseClient._make_api_call = counted  # type: ignore[attr-defined]
-        return self
-
-    def take(self) -> tuple[Counter[str], int]:
-        """What was counted since the last take."""
-        counted, size = self.requests, self.bytes_read
-        self.requests, self.bytes_read = Counter(), 0
-        return counted, size
 
 
 def run_attempt(fields: dict[str, Any], report: str) -> None:
@@ -92,7 +62,7 @@ def run_attempt(fields: dict[str, Any], report: str) -> None:
         state, rows = "done" if outcome.state == "done" else "draining", outcome.rows_done
     finally:
         heartbeat.close(state, stop.reason)
-        requests, size = meter.take()
+        taken = meter.take()
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         document = {
             "state": state,
@@ -100,7 +70,7 @@ def run_attempt(fields: dict[str, Any], report: str) -> None:
             "seconds": time.monotonic() - started,
             "peak_rss_mb": peak_mb,
             "forked_rss_mb": forked_mb,
-            "requests": requests,
-            "bytes_read": size,
+            "requests": taken.calls,
+            "bytes_read": taken.bytes_read,
         }
         Path(report).write_text(json.dumps(document))

@@ -33,13 +33,12 @@ import multiprocessing
 import pstats
 import statistics
 import tempfile
-import threading
 import time
-from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bench.request_meter import RequestMeter
 from coordinator.cost.budget import BudgetGuard
 from coordinator.job.controller import Controller
 from coordinator.job.events import EventQueue, owners_by_tag
@@ -76,36 +75,6 @@ def heartbeat_stub(
                 return
 
 
-class CallMeter:
-    """Counts a client's requests by operation and the wall spent in them (thread-safe)."""
-
-    def __init__(self) -> None:
-        self.calls: Counter[str] = Counter()
-        self.seconds = 0.0
-        self._lock = threading.Lock()
-
-    def attach(self, client: Any) -> Any:
-        original = client._make_api_call
-
-        def timed(operation: str, params: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return original(operation, params)
-            finally:
-                with self._lock:
-                    self.calls[operation] += 1
-                    self.seconds += time.perf_counter() - started
-
-        client._make_api_call = timed
-        return client
-
-    def take(self) -> tuple[Counter[str], float]:
-        with self._lock:
-            taken = (self.calls, self.seconds)
-            self.calls, self.seconds = Counter(), 0.0
-        return taken
-
-
 def controller_for(
     infra: Infrastructure, size: int, ec2: Any, s3: Any, tmp: Path, events: EventQueue | None = None
 ) -> Controller:
@@ -138,7 +107,7 @@ def controller_for(
 
 
 def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    stack, meter = infra.stack, CallMeter()
+    stack, meter = infra.stack, RequestMeter()
     ec2, s3 = meter.attach(infra.target.client("ec2")), meter.attach(infra.target.client("s3"))
     job = f"scale-{size}"
     events = EventQueue(infra.target.client("sqs"), stack.events_queue_url, job, owners=owners_by_tag(ec2))
@@ -184,7 +153,11 @@ def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Pat
 
 
 def cycles(
-    controller: Controller, meter: CallMeter, count: int, gap: float, profile: cProfile.Profile | None = None
+    controller: Controller,
+    meter: RequestMeter,
+    count: int,
+    gap: float,
+    profile: cProfile.Profile | None = None,
 ) -> dict[str, float]:
     """`count` monitoring cycles `gap` seconds apart: medians, and the mean CPU and describes (`profile`:
     the cycles under it)."""
@@ -199,8 +172,9 @@ def cycles(
             profile.disable()
         cpu.append(time.process_time() - c0)
         wall.append(time.monotonic() - w0)
-        calls, seconds = meter.take()
-        in_calls.append(seconds)
+        taken = meter.take()
+        calls = taken.calls
+        in_calls.append(taken.seconds)
         gets.append(calls["GetObject"])
         lists.append(calls["ListObjectsV2"])
         describes.append(calls["DescribeInstances"])
