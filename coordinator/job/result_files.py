@@ -11,7 +11,9 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -31,13 +33,15 @@ class ResultFiles:
         self.rows = 0
 
     def write(self, table: pa.Table) -> None:
-        if self._parquet is None:
-            self._parquet = pq.ParquetWriter(self._temporary[0], table.schema)
-            if len(self._temporary) > 1:
-                self._csv = pacsv.CSVWriter(self._temporary[1], table.schema)
-        self._parquet.write_table(table)
-        if self._csv is not None:
-            self._csv.write_table(table)
+        with self._naming(0):
+            if self._parquet is None:
+                self._parquet = pq.ParquetWriter(self._temporary[0], table.schema)
+            self._parquet.write_table(table)
+        if len(self._temporary) > 1:
+            with self._naming(1):
+                if self._csv is None:
+                    self._csv = pacsv.CSVWriter(self._temporary[1], table.schema)
+                self._csv.write_table(table)
         self.rows += table.num_rows
 
     def __enter__(self) -> ResultFiles:
@@ -47,14 +51,37 @@ class ResultFiles:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        for writer in (self._parquet, self._csv):
-            if writer is not None:
-                writer.close()
-        if kind is None and self._parquet is None:
-            raise MergeError(f"{self.targets[0].parent}: no rows to write")
-        if kind is not None:  # the exception goes on; what was half written goes
+        failed = self._close()
+        if kind is not None or failed is not None:  # what was half written goes; the first error goes on
             for tmp in self._temporary:
                 tmp.unlink(missing_ok=True)
+            if kind is None and failed is not None:
+                raise failed
             return
+        if self._parquet is None:
+            raise MergeError(f"{self.targets[0].parent}: no rows to write")
         for tmp, path in zip(self._temporary, self.targets, strict=True):
             os.replace(tmp, path)
+
+    def _close(self) -> OSError | None:
+        """Close every writer (the last rows are flushed here); the first failure, named, or None."""
+        failed = None
+        for index, writer in enumerate((self._parquet, self._csv)):
+            if writer is None:
+                continue
+            try:
+                with self._naming(index):
+                    writer.close()
+            except OSError as error:
+                failed = failed or error
+        return failed
+
+    @contextlib.contextmanager
+    def _naming(self, index: int) -> Iterator[None]:
+        """Arrow's write errors name no file: the target the temporary stands for is named."""
+        try:
+            yield
+        except OSError as error:
+            if error.filename is not None:
+                raise
+            raise OSError(error.errno, str(error), str(self.targets[index])) from None
