@@ -1,5 +1,4 @@
-import sys
-
 from coordinator.cli import main
+from inference.process_exit import exit_after
 
-sys.exit(main())
+exit_after(main)

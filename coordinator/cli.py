@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from importlib import metadata
 from types import FrameType
+from typing import NoReturn
 
 from coordinator.commands import (
     budget,
@@ -43,6 +44,7 @@ from coordinator.errors import (
     SpotbatchError,
 )
 from inference.errors import WorkerError
+from inference.process_exit import exit_after
 
 Handler = Callable[[argparse.Namespace], int]
 # in the order `spotbatch --help` lists them: the flow of a job, then the tools around it
@@ -166,5 +168,11 @@ def credentials_problem(error: Exception) -> str | None:
     )
 
 
+def entry_point() -> NoReturn:
+    """The `spotbatch` command (`python -m coordinator` too): `main`, then out without the interpreter's
+    teardown (`inference/process_exit.py`)."""
+    exit_after(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry_point()

@@ -47,6 +47,7 @@ from inference.interruption import (
 )
 from inference.metrics import MetricsPublisher
 from inference.model import BACKENDS, load_classifier
+from inference.process_exit import exit_after
 from inference.segment_run import SegmentRun, WorkerOutcome
 from inference.storage import open_store
 
@@ -221,4 +222,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_after(main)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import inference.worker
 from coordinator.sim.pace import Pace
 from inference.host_hook import install
+from inference.process_exit import exit_after
 
 log = logging.getLogger("inference.worker")
 PACE_ENV = "SPOTBATCH_PACE"  # the instance type's speed, in this host's rows per wall second
@@ -105,4 +106,4 @@ def run(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run(sys.argv[1:]))
+    exit_after(lambda: run(sys.argv[1:]))
