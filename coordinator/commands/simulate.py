@@ -241,7 +241,7 @@ def summary_table(results: list[SimulatedRun], predictions: dict[str, dict[str, 
     """Per configuration: runs, mean cost and the model's, savings vs the on-demand runs' mean, mean job
     time and the model's, interruptions (attempts cut short), notices served by the injector (a notice can
     reach a worker that then finishes in its grace period), rows exactly once, deadlines met, runs distorted
-    (workers behind their pace)."""
+    (workers behind their pace, or bills beyond the model's: `pace_record.py`)."""
     by_config: dict[str, list[SimulatedRun]] = {}
     for r in results:
         by_config.setdefault(r.configuration, []).append(r)

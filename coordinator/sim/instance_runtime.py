@@ -24,6 +24,7 @@ Usage::
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import shutil
 import subprocess
@@ -44,7 +45,14 @@ from coordinator.sim.ec2_events import INSTANCE_SHUTDOWN, telling_machine, with_
 from coordinator.sim.fork_daemon import ForkDaemon
 from coordinator.sim.host_agent import HostAgent, Reply
 from coordinator.sim.lifeline import popen_tied
-from coordinator.sim.machine import MachineImage, RoleSession, SimulatedInstance, script_env, stop_processes
+from coordinator.sim.machine import (
+    LAUNCH_REPORT,
+    MachineImage,
+    RoleSession,
+    SimulatedInstance,
+    script_env,
+    stop_processes,
+)
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.standins import install as install_standins
 from coordinator.sim.worker_boot import BootMode, WorkerLauncher
@@ -162,7 +170,8 @@ class InstanceRuntime(Background):
         instance = SimulatedInstance(instance_id, tags, time.time(), None, instance_type=instance_type)
         if self.launch_seconds is not None:
             launched = (self.launched_at(instance_id) if self.launched_at else None) or instance.booted_at
-            instance.ready_at = launched + self.clock.wall(self.launch_seconds(tags))
+            instance.launch_seconds = self.launch_seconds(tags)
+            instance.ready_at = launched + self.clock.wall(instance.launch_seconds)
         with self.lock:
             self.instances[instance_id] = instance
         self._tell(instance_id, "up")
@@ -195,6 +204,8 @@ class InstanceRuntime(Background):
         home = self.log_dir / "machines" / instance_id
         home.mkdir(parents=True, exist_ok=True)
         (home / "user-data.sh").write_text(script, encoding="utf-8")
+        if instance.launch_seconds is not None:  # the pace summary weighs its bill against the model's
+            (home / LAUNCH_REPORT).write_text(json.dumps({"launch_seconds": instance.launch_seconds}))
         env = script_env(
             self._home / "bin",
             home,

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 REFRESH_BEFORE = timedelta(minutes=5)
 THREADS_ENV = "SPOTBATCH_THREADS"
 PACE_REPORT = "pace.json"  # in the machine's folder: how far its worker fell behind the pace
+LAUNCH_REPORT = "launch.json"  # in the machine's folder: its drawn launch-to-ready time, cloud seconds
 # How long a power-off waits for the boot script's processes after SIGTERM (systemd waits up to 90 s for a
 # unit; Docker gives a container 10 s): time for the EXIT trap's boot-log ship and the shim's last one.
 SHUTDOWN_GRACE_SECONDS = 10.0
@@ -99,6 +100,7 @@ class SimulatedInstance:
     shutdowns: list[float] = field(default_factory=list)  # `shutdown` calls, minutes from then (0: now)
     gone: bool = False
     ready_at: float | None = None  # wall clock: the end of its modelled launch, when its worker may start
+    launch_seconds: float | None = None  # cloud: its drawn launch-to-ready time (`LAUNCH_REPORT`)
     instance_type: str = ""  # EC2's answer: which pool it landed in
 
 

@@ -131,7 +131,12 @@ def one_run(
     if runtime.running():
         running = sorted(runtime.running())
         raise SimulationError(f"{name}: machines still up after the run: {running}")
-    pace = record_pace(run_dir, emulator_latency(lab.proxy.latencies))
+    pace = record_pace(
+        run_dir,
+        emulator_latency(lab.proxy.latencies),
+        scale=settings.time_scale,
+        cycle_seconds=settings.cycle_seconds,
+    )
     mlflow_run_id = _log_to_mlflow(settings, result, config, bool(pace.get("distorted")))
     lab.proxy.injected.clear()
     lab.proxy.latencies.clear()
@@ -264,8 +269,8 @@ def _arm_faults(lab: Lab) -> None:
 
 
 def _log_to_mlflow(settings: SimulationSettings, result: RunResult, config: str, distorted: bool) -> str:
-    """The run's ledger as an MLflow run, tagged `distorted` when its workers fell behind their pace (the
-    report leaves such runs out of its headline; so should a query of the experiment)."""
+    """The run's ledger as an MLflow run, tagged `distorted` when this host distorted it (`pace_record.py`;
+    the report leaves such runs out of its headline; so should a query of the experiment)."""
     if not settings.mlflow or result.ledger_path is None:
         return ""
     attempts, summary = read_ledger(result.ledger_path)

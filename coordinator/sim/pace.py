@@ -50,6 +50,7 @@ class Pace:
         self._worst = 0.0  # the most it was ever behind
         self._late_start = 0.0  # the worker was not ready by the end of its modelled launch
         self._planned = 0.0
+        self._held = 0.0  # stalls: the instance it stands for was stuck as long
 
     def until_ready(self, wait: Callable[[float], object]) -> None:
         """Before the first row: wait for the end of the modelled launch. `wait` may return early (a stop)."""
@@ -76,6 +77,7 @@ class Pace:
         was stuck too: the rows are not caught up afterwards)."""
         self._sleep(seconds)
         self._start += seconds
+        self._held += seconds
 
     @property
     def lag_seconds(self) -> float:
@@ -94,6 +96,7 @@ class Pace:
             "worst_lag_seconds": round(self._worst, 3),
             "late_start_seconds": round(self._late_start, 3),
             "planned_seconds": round(self._planned, 3),
+            "held_seconds": round(self._held, 3),
         }
 
     def save(self, path: str) -> None:

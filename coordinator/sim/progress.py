@@ -65,8 +65,10 @@ def finished_line(run: SimulatedRun, number: int, total: int) -> str:
     cost = run.cost_usd
     cut_short = sum(a.end_reason in ("interrupted", "lost") for a in outcome.attempts)
     rows = run.result.merge.rows if run.result.merge else 0
-    lag = run.pace.get("lag_share", 0.0)
-    pace = f"workers {lag:.1%} behind their pace" + (" (DISTORTED)" if run.pace.get("distorted") else "")
+    lag, unmodelled = run.pace.get("lag_share", 0.0), run.pace.get("unmodelled_share", 0.0)
+    pace = f"workers {lag:.1%} behind their pace, {unmodelled:.1%} of the finished bills beyond the model" + (
+        " (DISTORTED)" if run.pace.get("distorted") else ""
+    )
     return (
         f"run {number}/{total} {run.name} ({run.configuration}) done: ${cost:.4f}, {cut_short} "
         f"interruption(s), {run.interruptions} notice(s), {rows} rows merged, "

@@ -40,6 +40,10 @@ HEARTBEAT_TIMEOUT = 8.0  # wall: 8 missed beats (2 cloud minutes at scale 15)
 BOOT_TIMEOUT = 60.0  # wall: a forked worker heartbeats within 1-5 s even on a loaded machine
 # the share of its planned time a run's workers may fall behind their pace before the run is marked distorted
 DISTORTION_SHARE = 0.03
+# the share of its finished attempts' bills that may lie beyond the model's (`pace_record.py`) before the
+# run is marked distorted: on a quiet host 0.1-3.2% (`make test`'s quick matrix; the worker's last writes
+# and the coordinator's look take about a wall second, billed at 15x); 10-14% in the CI run it missed
+UNMODELLED_SHARE = 0.06
 # wall: what a reclaim costs before the replacement is launched: the notice poll, the batch in hand, the
 # draining heartbeat, a coordinator cycle
 RECLAIM_OVERHEAD = NOTICE_POLL_EVERY + 1.0 + HEARTBEAT_EVERY + CYCLE_SECONDS

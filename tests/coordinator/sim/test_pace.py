@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.sim.machine import LAUNCH_REPORT, PACE_REPORT
 from coordinator.sim.pace import Pace
+from coordinator.sim.pace_record import pace_summary
 
 
 class FakeClock:
@@ -85,6 +87,7 @@ def test_the_first_row_waits_for_the_modelled_launch_and_a_late_start_is_lag(tmp
         "worst_lag_seconds": 1.0,
         "late_start_seconds": 1.0,
         "planned_seconds": 0.5,
+        "held_seconds": 0.0,
     }
 
 
@@ -92,3 +95,39 @@ def test_the_first_row_waits_for_the_modelled_launch_and_a_late_start_is_lag(tmp
 def test_a_pace_that_is_not_a_positive_rate_is_refused(rate: float) -> None:
     with pytest.raises(ValueError, match="positive number of rows per second"):
         Pace(rows_per_second=rate)
+
+
+def a_run(tmp_path: Path, bills: list[tuple[str, int]]) -> Path:
+    """A run folder: each finished attempt's machine drew a 120-s launch and worked 9 wall s (8.4 at the
+    pace, 0.1 behind it, 0.5 held in a stall); at time scale 15 with a 0.5-s cycle the model bills it
+    120 + (9 + 0.5) x 15 = 262.5 cloud s. One interrupted attempt besides, which is not weighed."""
+    run = tmp_path / "run"
+    lines = []
+    for number, (reason, billed) in enumerate([*bills, ("interrupted", 400)]):
+        instance = f"i-{number:04d}"
+        home = run / "workers" / "machines" / instance
+        home.mkdir(parents=True)
+        (home / LAUNCH_REPORT).write_text(json.dumps({"launch_seconds": 120.0}))
+        pace = {"planned_seconds": 8.4, "lag_seconds": 0.1, "held_seconds": 0.5, "worst_lag_seconds": 0.1}
+        (home / PACE_REPORT).write_text(json.dumps({**pace, "late_start_seconds": 0.0}))
+        attempt = {"kind": "attempt", "instance_id": instance, "end_reason": reason, "billed_seconds": billed}
+        lines.append(json.dumps(attempt))
+    (run / "ledger.jsonl").write_text("\n".join([*lines, json.dumps({"kind": "job"})]) + "\n")
+    return run
+
+
+def test_a_bill_beyond_the_models_launch_pace_and_cycle_is_the_hosts_and_distorts_the_run(
+    tmp_path: Path,
+) -> None:
+    """Workers that kept their pace (1% behind it), a run whose finished attempts were billed past what the
+    model bills them (the coordinator's or the emulator's wall latency, at 15x) is distorted: 30 s past
+    on two attempts of 292.5 s is 10% (more than 6%). A machine without its launch report (unpaced) is not
+    weighed."""
+    kept = pace_summary(a_run(tmp_path / "kept", [("done", 262), ("done", 250)]), 15.0, 0.5)
+    assert kept["unmodelled_share"] == 0.0 and not kept["distorted"]
+    late_run = a_run(tmp_path / "late", [("done", 292), ("done", 293)])
+    late = pace_summary(late_run, 15.0, 0.5)
+    assert late["unmodelled_share"] == pytest.approx((29.5 + 30.5) / 585, abs=1e-4)
+    assert late["distorted"] and late["lag_share"] == pytest.approx(0.1 / 8.4, abs=1e-4)
+    (late_run / "workers" / "machines" / "i-0001" / LAUNCH_REPORT).unlink()
+    assert pace_summary(late_run, 15.0, 0.5)["unmodelled_share"] == pytest.approx(29.5 / 292, abs=1e-4)
