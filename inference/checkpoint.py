@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from inference.digest import from_text
+from inference.digest import add_digests, as_text, from_text, id_digest
 from inference.errors import CheckpointError
 from inference.layout import checkpoint_key, parts_prefix
 from inference.storage import ObjectStore
@@ -48,7 +48,8 @@ class Checkpoint:
     done: bool = False
     attempt: str = ""
     updated_at: float = 0.0
-    digest: str = ZERO_DIGEST  # of the ids in the parts it lists (`digest.py`), 16 hex digits
+    digest: str = ZERO_DIGEST  # of the ids in the parts it lists (`digest.py`), 16 hex digits ("": not yet
+    # made from its parts, on a checkpoint an older worker wrote: `load_versioned_checkpoint` makes it)
     first_id: str = ""  # the segment's first and last row's id, as text, once a part holding it is listed
     last_id: str = ""
 
@@ -64,14 +65,17 @@ class Checkpoint:
     def from_json(cls, where: str, data: bytes) -> Checkpoint:
         """Parsed and checked field by field: any worker of the job may write one (untrusted input)."""
         try:
-            fields = typed_fields(data, FIELD_TYPES)
+            fields = typed_fields(data, FIELD_TYPES, optional=LATER_FIELDS)
+            if not set(LATER_FIELDS) <= set(fields):  # an older worker's: made again from its parts
+                fields = {**{k: v for k, v in fields.items() if k not in LATER_FIELDS}, "digest": ""}
             checkpoint = cls(**fields)
             prefix = parts_prefix(checkpoint.segment_id)
             if not all(isinstance(key, str) and key.startswith(prefix) for key in checkpoint.parts):
                 raise TypeError(f"a part it lists is not a key under {prefix}")
             if not 0 <= checkpoint.rows_done <= checkpoint.stop - checkpoint.start:
                 raise TypeError(f"rows_done {checkpoint.rows_done} is outside its rows")
-            from_text(checkpoint.digest, "its digest")
+            if checkpoint.digest:
+                from_text(checkpoint.digest, "its digest")
         except (ValueError, TypeError, RecursionError) as error:  # not UTF-8, not JSON, too deep, wrong keys
             raise CheckpointError(
                 f"{where}: corrupt checkpoint ({type(error).__name__}: {str(error)[:120]})"
@@ -79,13 +83,16 @@ class Checkpoint:
         return checkpoint
 
 
-def typed_fields(data: bytes, types: dict[str, type]) -> dict[str, Any]:
-    """A JSON object with exactly these keys, each of its type (an int passes for a float); `TypeError`
-    or `ValueError` (not JSON) otherwise. For the documents any worker of the job may write."""
+def typed_fields(data: bytes, types: dict[str, type], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A JSON object with exactly these keys (but the `optional` ones, which it may lack), each of its type
+    (an int passes for a float); `TypeError` or `ValueError` (not JSON) otherwise. For the documents any
+    worker of the job may write."""
     fields = json.loads(data)
-    if not isinstance(fields, dict) or set(fields) != set(types):
+    if not isinstance(fields, dict) or not set(types) - set(optional) <= set(fields) <= set(types):
         raise TypeError(f"its keys are not {sorted(types)}")
     for name, kind in types.items():
+        if name not in fields:
+            continue
         if type(fields[name]) is not kind and not (kind is float and type(fields[name]) is int):
             raise TypeError(f"{name} is not a {kind.__name__}")
     return fields
@@ -109,6 +116,27 @@ FIELD_TYPES = {
 }
 
 
+# a checkpoint written before the segment manifests has none of these: they are made again from the parts
+# it lists when it is read (`from_parts`), so a worker upgrade does not start its segments over
+LATER_FIELDS = ("digest", "first_id", "last_id")
+
+
+def from_parts(store: ObjectStore, checkpoint: Checkpoint) -> Checkpoint:
+    """An older worker's checkpoint with the digest and first and last ids of the parts it lists, read back
+    (a part that is missing or not a part: `CheckpointError`, as for a corrupt checkpoint)."""
+    try:
+        parts = [decode_part(store.get(key), f"{store.uri}/{key}").column("id") for key in checkpoint.parts]
+    except ObjectNotFound as error:
+        where = f"{store.uri}/{checkpoint_key(checkpoint.segment_id)}"
+        raise CheckpointError(f"{where}: corrupt checkpoint (a part it lists is missing: {error})") from None
+    checkpoint.digest = as_text(add_digests(id_digest(ids) for ids in parts))
+    if parts and len(parts[0]):  # the first part holds the segment's first row
+        checkpoint.first_id = str(parts[0][0].as_py())
+    if parts and len(parts[-1]) and checkpoint.rows_done == checkpoint.stop - checkpoint.start:
+        checkpoint.last_id = str(parts[-1][-1].as_py())
+    return checkpoint
+
+
 def load_checkpoint(store: ObjectStore, segment_id: str) -> Checkpoint | None:
     return load_versioned_checkpoint(store, segment_id)[0]
 
@@ -125,7 +153,8 @@ def load_versioned_checkpoint(
     except ObjectNotFound:
         return None, None
     try:
-        return Checkpoint.from_json(f"{store.uri}/{key}", data), version
+        checkpoint = Checkpoint.from_json(f"{store.uri}/{key}", data)
+        return (checkpoint if checkpoint.digest else from_parts(store, checkpoint)), version
     except CheckpointError as error:
         if not corrupt_as_absent:
             raise

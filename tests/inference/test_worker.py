@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from inference.checkpoint import load_checkpoint, read_segment_output
@@ -166,3 +169,66 @@ def test_truncated_long_texts_are_counted_in_the_log(
     outcome = run_worker(config(str(dataset), tiny_model_dir, str(tmp_path / "out"), start=0, stop=100))
     assert outcome.truncated == 2
     assert "2 text(s) longer than 128 tokens were truncated" in caplog.text
+
+
+def test_a_checkpoint_of_an_older_worker_is_resumed_with_its_digest_made_from_its_parts(
+    tmp_path: Path, sentences_parquet: Path, tiny_model_dir: Path
+) -> None:
+    """A checkpoint written before the segment manifests has no digest and no first or last id. The next
+    attempt makes them from the parts it lists and resumes where it stopped (it started the segment over
+    before), and the segment's manifest proves its rows against the input's."""
+    from inference.digest import as_text, id_digest
+    from inference.layout import checkpoint_key
+    from inference.manifest import read_segment_manifest
+
+    c = config(str(sentences_parquet), tiny_model_dir, str(tmp_path), attempt="j/seg-0002/1")
+    assert run_worker(c).state == "done"
+    store = open_store(str(tmp_path))
+    done = load_checkpoint(store, "seg-0002")
+    assert done is not None and len(done.parts) >= 3
+    kept = done.parts[:2]  # an older worker that stopped after two parts
+    rows = sum(len(read_part_ids(store, key)) for key in kept)
+    for key in [*done.parts[2:], *store.list("manifests/")]:
+        store.delete(key)
+    older = {
+        **{k: getattr(done, k) for k in ("segment_id", "start", "stop", "batch_size", "checkpoint_every")},
+        **{"next_batch": rows // c.batch_size, "rows_done": rows, "parts": kept, "done": False},
+        **{"attempt": "j/seg-0002/1", "updated_at": 1.0},
+    }
+    store.put(checkpoint_key("seg-0002"), json.dumps(older).encode())
+
+    resumed = run_worker(
+        config(str(sentences_parquet), tiny_model_dir, str(tmp_path), attempt="j/seg-0002/2")
+    )
+    assert (resumed.state, resumed.rows_done) == ("done", 700)
+    assert resumed.batches_run == (700 - rows + c.batch_size - 1) // c.batch_size  # only what was left
+    manifest = read_segment_manifest(store, "seg-0002")
+    ids = pq.read_table(sentences_parquet).column("id").slice(200, 700)
+    assert manifest is not None and (manifest.rows, manifest.digest) == (700, as_text(id_digest(ids)))
+    assert (manifest.first_id, manifest.last_id) == (str(ids[0].as_py()), str(ids[-1].as_py()))
+
+
+def read_part_ids(store: Any, key: str) -> list[object]:
+    from inference.checkpoint import decode_part
+
+    ids: list[object] = decode_part(store.get(key)).column("id").to_pylist()
+    return ids
+
+
+def test_an_older_workers_checkpoint_that_lists_a_missing_part_is_corrupt_and_starts_over(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from inference.checkpoint import load_versioned_checkpoint, rows_checkpointed
+    from inference.errors import CheckpointError
+
+    store = open_store(str(tmp_path))
+    older = {
+        **{"segment_id": "seg-0002", "start": 200, "stop": 900, "batch_size": 32, "checkpoint_every": 4},
+        **{"next_batch": 4, "rows_done": 128, "parts": ["parts/seg-0002/gone.parquet"], "done": False},
+        **{"attempt": "j/seg-0002/1", "updated_at": 1.0},
+    }
+    store.put("checkpoints/seg-0002.json", json.dumps(older).encode())
+    assert rows_checkpointed(store, "seg-0002") == 0
+    assert "corrupt checkpoint (a part it lists is missing" in caplog.text and "starts over" in caplog.text
+    with pytest.raises(CheckpointError, match=r"checkpoints/seg-0002\.json: corrupt checkpoint"):
+        load_versioned_checkpoint(store, "seg-0002")
