@@ -59,6 +59,7 @@ def pace_summary(run_dir: Path, scale: float = 1.0, cycle_seconds: float = 0.0) 
         "unmodelled_share": round(unmodelled, 4),  # of the finished attempts' bills
         "distorted": share > DISTORTION_SHARE or unmodelled > UNMODELLED_SHARE,
         "threshold": DISTORTION_SHARE,
+        "unmodelled_threshold": UNMODELLED_SHARE,
     }
 
 
