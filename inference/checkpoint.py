@@ -124,12 +124,14 @@ LATER_FIELDS = ("digest", "first_id", "last_id")
 def from_parts(store: ObjectStore, checkpoint: Checkpoint) -> Checkpoint:
     """An older worker's checkpoint with the digest and first and last ids of the parts it lists, read back
     (a part that is missing or not a part: `CheckpointError`, as for a corrupt checkpoint)."""
+    where = f"{store.uri}/{checkpoint_key(checkpoint.segment_id)}"
     try:
         parts = [decode_part(store.get(key), f"{store.uri}/{key}").column("id") for key in checkpoint.parts]
+        checkpoint.digest = as_text(add_digests(id_digest(ids) for ids in parts))
     except ObjectNotFound as error:
-        where = f"{store.uri}/{checkpoint_key(checkpoint.segment_id)}"
         raise CheckpointError(f"{where}: corrupt checkpoint (a part it lists is missing: {error})") from None
-    checkpoint.digest = as_text(add_digests(id_digest(ids) for ids in parts))
+    except ValueError as error:  # null ids, or ids of a type no worker writes
+        raise CheckpointError(f"{where}: corrupt checkpoint (its parts' ids: {error})") from None
     if parts and len(parts[0]):  # the first part holds the segment's first row
         checkpoint.first_id = str(parts[0][0].as_py())
     if parts and len(parts[-1]) and checkpoint.rows_done == checkpoint.stop - checkpoint.start:
