@@ -1,4 +1,3 @@
-from coordinator.cli import main
-from inference.process_exit import exit_after
+from coordinator.cli import entry_point
 
-exit_after(main)
+entry_point()
