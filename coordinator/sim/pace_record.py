@@ -28,19 +28,15 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from coordinator.cost.ledger import read_ledger
 from coordinator.sim.machine import LAUNCH_REPORT, PACE_REPORT
 from coordinator.sim.settings import DISTORTION_SHARE, UNMODELLED_SHARE
 
 
 def pace_summary(run_dir: Path, scale: float = 1.0, cycle_seconds: float = 0.0) -> dict[str, Any]:
+    reports = _pace_reports(run_dir)
     lag = planned = worst = late = most_behind = 0.0
-    workers = 0
-    for report in sorted((run_dir / "workers" / "machines").glob(f"*/{PACE_REPORT}")):
-        try:
-            entry = json.loads(report.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # a worker killed while writing: its last whole report was replaced, never torn
-        workers += 1
+    for entry in reports.values():
         lag += float(entry["lag_seconds"])
         late = max(late, float(entry.get("late_start_seconds", 0.0)))
         most_behind = max(most_behind, float(entry.get("worst_lag_seconds", entry["lag_seconds"])))
@@ -48,10 +44,10 @@ def pace_summary(run_dir: Path, scale: float = 1.0, cycle_seconds: float = 0.0) 
         if entry["planned_seconds"]:
             worst = max(worst, float(entry["lag_seconds"]) / float(entry["planned_seconds"]))
     share = lag / planned if planned else 0.0
-    beyond, billed = unmodelled_seconds(run_dir, scale, cycle_seconds)
+    beyond, billed = unmodelled_seconds(run_dir, reports, scale, cycle_seconds)
     unmodelled = beyond / billed if billed else 0.0
     return {
-        "workers": workers,
+        "workers": len(reports),
         "lag_share": round(share, 4),
         "worst_worker_lag_share": round(worst, 4),
         "latest_start_wall_seconds": round(late, 3),  # a worker not ready by its modelled launch's end
@@ -63,32 +59,38 @@ def pace_summary(run_dir: Path, scale: float = 1.0, cycle_seconds: float = 0.0) 
     }
 
 
-def unmodelled_seconds(run_dir: Path, scale: float, cycle_seconds: float) -> tuple[float, float]:
+def _pace_reports(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Each machine's pace report, by instance id."""
+    reports = {}
+    for report in sorted((run_dir / "workers" / "machines").glob(f"*/{PACE_REPORT}")):
+        try:
+            reports[report.parent.name] = json.loads(report.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # a worker killed while writing: its last whole report was replaced, never torn
+    return reports
+
+
+def unmodelled_seconds(
+    run_dir: Path, reports: dict[str, dict[str, Any]], scale: float, cycle_seconds: float
+) -> tuple[float, float]:
     """Cloud seconds billed for the run's finished attempts beyond what the model bills them (launch,
     rows at the pace, lag, stalls, one cycle: `scale` and `cycle_seconds` turn wall into cloud), and the
     seconds billed for them. Attempts of machines without both reports (unpaced) are left out."""
+    ledger = run_dir / "ledger.jsonl"
+    attempts = read_ledger(ledger)[0] if ledger.exists() else []
     beyond = billed = 0.0
-    for attempt in finished_attempts(run_dir / "ledger.jsonl"):
-        home = run_dir / "workers" / "machines" / str(attempt["instance_id"])
+    for attempt in (a for a in attempts if a.end_reason == "done"):
+        pace, home = reports.get(attempt.instance_id), run_dir / "workers" / "machines" / attempt.instance_id
+        if pace is None:
+            continue
         try:
             launch = float(json.loads((home / LAUNCH_REPORT).read_text(encoding="utf-8"))["launch_seconds"])
-            pace = json.loads((home / PACE_REPORT).read_text(encoding="utf-8"))
             worked = float(pace["planned_seconds"]) + float(pace["lag_seconds"]) + float(pace["held_seconds"])
         except (OSError, ValueError, KeyError):
             continue
-        bill = float(attempt["billed_seconds"])
-        beyond += max(0.0, bill - launch - (worked + cycle_seconds) * scale)
-        billed += bill
+        beyond += max(0.0, attempt.billed_seconds - launch - (worked + cycle_seconds) * scale)
+        billed += attempt.billed_seconds
     return beyond, billed
-
-
-def finished_attempts(ledger: Path) -> list[dict[str, Any]]:
-    try:
-        lines = ledger.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
-    attempts = [json.loads(line) for line in lines if line.strip()]
-    return [a for a in attempts if a.get("kind") == "attempt" and a.get("end_reason") == "done"]
 
 
 def emulator_latency(latencies: dict[str, list[float]]) -> dict[str, dict[str, float]]:

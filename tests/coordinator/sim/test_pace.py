@@ -4,10 +4,12 @@ up when the host left it behind, and counts as lag what it could not make up."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
+from coordinator.cost.ledger import AttemptRecord
 from coordinator.sim.machine import LAUNCH_REPORT, PACE_REPORT
 from coordinator.sim.pace import Pace
 from coordinator.sim.pace_record import pace_summary
@@ -97,6 +99,30 @@ def test_a_pace_that_is_not_a_positive_rate_is_refused(rate: float) -> None:
         Pace(rows_per_second=rate)
 
 
+LEDGER_ATTEMPT = AttemptRecord(
+    job_id="j",
+    segment_id="seg-0000",
+    attempt_id="j/seg-0000/1",
+    instance_id="i-0000",
+    provider="aws",
+    region="us-east-1",
+    instance_type="c7i.xlarge",
+    market="on-demand",
+    gpus=0,
+    rate_usd_per_hour=0.1785,
+    price_source="test",
+    billing="per-second-60s-min",
+    launched_at=0.0,
+    ended_at=0.0,
+    billed_seconds=0,
+    cost_usd=0.0,
+    end_reason="done",
+    rows_kept=0,
+    rows_wasted=0,
+    rows_per_s=0.0,
+)
+
+
 def a_run(tmp_path: Path, bills: list[tuple[str, int]]) -> Path:
     """A run folder: each finished attempt's machine drew a 120-s launch and worked 9 wall s (8.4 at the
     pace, 0.1 behind it, 0.5 held in a stall); at time scale 15 with a 0.5-s cycle the model bills it
@@ -110,9 +136,9 @@ def a_run(tmp_path: Path, bills: list[tuple[str, int]]) -> Path:
         (home / LAUNCH_REPORT).write_text(json.dumps({"launch_seconds": 120.0}))
         pace = {"planned_seconds": 8.4, "lag_seconds": 0.1, "held_seconds": 0.5, "worst_lag_seconds": 0.1}
         (home / PACE_REPORT).write_text(json.dumps({**pace, "late_start_seconds": 0.0}))
-        attempt = {"kind": "attempt", "instance_id": instance, "end_reason": reason, "billed_seconds": billed}
-        lines.append(json.dumps(attempt))
-    (run / "ledger.jsonl").write_text("\n".join([*lines, json.dumps({"kind": "job"})]) + "\n")
+        attempt = replace(LEDGER_ATTEMPT, instance_id=instance, end_reason=reason, billed_seconds=billed)
+        lines.append(json.dumps({"kind": "attempt", **asdict(attempt)}))
+    (run / "ledger.jsonl").write_text("\n".join(lines) + "\n")
     return run
 
 
