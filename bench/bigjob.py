@@ -7,18 +7,17 @@ A moto server (its own process) holds the bucket. A spawned process generates th
 Parquet files of int64 ids and short synthetic texts, with row groups sized as `spotbatch data prepare`
 sizes them (`inference/dataset.row_group_rows`), streamed to S3 without holding a file in memory.
 
-Then this process is the coordinator, measured: it lists the input and reads its footers, cuts the
-segments, computes each segment's id digest from the id column (`coordinator/job/input_dataset.py`), makes
-the job's state (SQLite), and runs the job: every cycle (`--cycle-seconds`) it reads the heartbeats that
-changed (`HeartbeatReader`, as the controller does), reaps attempts that ended and launches pending
-segments, `--workers` at a time. An attempt is a forked process running the real worker
-(`inference.segment_run`) with a declared cheap stand-in model (`bench/bigjob_worker.py`): this bench
-measures data and control, not inference, and the workers run unpaced (a pace only stretches the wall).
-Interruptions at the task's rate: each spot attempt is warned (SIGTERM, a drain) with the chance that the
-task's 30%-per-5-minutes gives an hour-long segment (`--interruption-probability`, drawn from `--seed`) at a
-uniform point of its expected time; a drained segment is relaunched and resumes from its checkpoint.
-At the end it verifies every segment's manifest against its input digest and writes the job's manifest
-(`coordinator/job/verify.py`).
+Then this process is the coordinator, measured: it lists the input and reads its footers, cuts the segments,
+computes each segment's id digest from the id column (`coordinator/job/data/input_dataset.py`), makes the
+job's state (SQLite), and runs the job: every cycle (`--cycle-seconds`) it reads the heartbeats that changed
+(`HeartbeatReader`, as the controller does), reaps attempts that ended and launches pending segments,
+`--workers` at a time. An attempt is a forked process running the real worker (`inference.segment_run`) with a
+declared cheap stand-in model (`bench/bigjob_worker.py`): this bench measures data and control, not inference,
+and the workers run unpaced (a pace only stretches the wall). Interruptions at the task's rate: each spot
+attempt is warned (SIGTERM, a drain) with the chance that the task's 30%-per-5-minutes gives an hour-long
+segment (`--interruption-probability`, drawn from `--seed`) at a uniform point of its expected time; a drained
+segment is relaunched and resumes from its checkpoint. At the end it verifies every segment's manifest against
+its input digest and writes the job's manifest (`coordinator/job/data/verify.py`).
 
 It prints the coordinator's peak RSS, its CPU per cycle, its S3 requests by kind and bytes read per phase
 (plan, run, verify), the verify time, and the workers' peak RSS per attempt. Compare sizes by running it at
@@ -44,10 +43,10 @@ from typing import Any
 
 from bench.bigjob_scheduler import BUCKET, JOB, RunStats, Scheduler
 from bench.request_meter import RequestMeter
-from coordinator.job.input_dataset import cut_segments, input_digests, list_input
-from coordinator.job.spec import Segment
-from coordinator.job.state import CoordinatorState
-from coordinator.job.verify import verify_outputs
+from coordinator.job.core.spec import Segment
+from coordinator.job.core.state_file import CoordinatorState
+from coordinator.job.data.input_dataset import cut_segments, input_digests, list_input
+from coordinator.job.data.verify import verify_outputs
 from coordinator.sim.emulator import MotoServer
 from inference.layout import job_prefix
 from inference.s3_store import S3Store, make_s3_client

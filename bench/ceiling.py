@@ -4,7 +4,7 @@
 
 A launch reserves its estimate with the budget guard; an attempt that runs past it (a slow host, a stalled
 worker that still beats) used to pass the ceiling though every reservation fitted ($0.0821 spent under a
-$0.07 ceiling). The spend watch (`coordinator/job/spend_watch.py`) grows a running attempt's reservation
+$0.07 ceiling). The spend watch (`coordinator/job/loop/spend_watch.py`) grows a running attempt's reservation
 before it outruns it and stops the attempt when the guard will hold no more.
 
 Every run is the quick job of `make simulate` on the embedded AWS (moto + the stack), with real workers
@@ -40,7 +40,7 @@ from unittest import mock
 from coordinator.commands.simulate import QUICK
 from coordinator.cost.budget import CEILING_ENV, BudgetGuard
 from coordinator.errors import SpotbatchError
-from coordinator.job.spend_watch import SpendWatch
+from coordinator.job.loop.spend_watch import SpendWatch
 from coordinator.paths import default_dataset_path, default_model_dir
 from coordinator.sim.emulator_stack import SIMULATOR_BUCKET, emulator_infrastructure
 from coordinator.sim.matrix import open_lab

@@ -40,13 +40,13 @@ from typing import Any
 
 from bench.request_meter import RequestMeter
 from coordinator.cost.budget import BudgetGuard
-from coordinator.job.controller import Controller
-from coordinator.job.events import EventQueue, owners_by_tag
-from coordinator.job.fleet import Fleet
-from coordinator.job.instance_watch import FULL_LOOK_SECONDS
-from coordinator.job.runner import quotes_for
-from coordinator.job.spec import CloudClock, JobSpec, plan_segments
-from coordinator.job.state import CoordinatorState
+from coordinator.job.aws.event_queue import EventQueue, owners_by_tag
+from coordinator.job.aws.fleet import Fleet
+from coordinator.job.core.spec import CloudClock, JobSpec, plan_segments
+from coordinator.job.core.state_file import CoordinatorState
+from coordinator.job.loop.controller import Controller
+from coordinator.job.loop.instance_watch import FULL_LOOK_SECONDS
+from coordinator.job.loop.runner import quotes_for
 from coordinator.policies.registry import make_policy
 from coordinator.sim.emulator_stack import Infrastructure, emulator_infrastructure
 from coordinator.stack.target import AwsTarget

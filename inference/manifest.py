@@ -5,7 +5,7 @@ The worker writes it right after the checkpoint that says done (the fenced write
 owns the segment gets there), derived from that checkpoint alone, so writing it again gives the same
 manifest; a coordinator that finds a done checkpoint with no manifest (the worker died between the two
 writes) writes it from the checkpoint the same way. The coordinator checks a job's output from these and
-the input's own digests, reading no prediction row (`coordinator/job/verify.py`).
+the input's own digests, reading no prediction row (`coordinator/job/data/verify.py`).
 
 Usage::
 

@@ -5,7 +5,7 @@
 - `inference` (the worker) imports nothing from `coordinator`, and has no simulator configuration (the
   simulator paces it through the host hook);
 - one start/close lifecycle (`coordinator/background.py`), not one per class;
-- the attempt book's fields change only through its verbs (`coordinator/job/attempts.py`);
+- the attempt book's fields change only through its verbs (`coordinator/job/loop/attempt_book.py`);
 - no module over 300 lines and no function over 60, except where the module says why at its top;
 - `ruff format` owns the layout: no marker that keeps a line from it, anywhere.
 
@@ -160,7 +160,7 @@ MUTATORS = {"pop", "popitem", "append", "extend", "insert", "remove", "clear", "
 
 def book_fields() -> set[str]:
     """What the attempt book keeps: every `self.<name> = ...` of its class."""
-    tree = ast.parse((REPO / "coordinator" / "job" / "attempts.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "coordinator" / "job" / "loop" / "attempt_book.py").read_text(encoding="utf-8"))
     book = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "AttemptBook")
     return {
         target.attr
@@ -185,7 +185,7 @@ def test_only_the_book_changes_what_it_keeps() -> None:
 
     found = []
     for name, path in modules().items():
-        if name == "coordinator.job.attempts":
+        if name == "coordinator.job.loop.attempt_book":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             targets: list[ast.expr] = []

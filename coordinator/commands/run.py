@@ -23,8 +23,8 @@ from pathlib import Path
 from coordinator.commands.options import Subcommands, add_budget_options, add_target_options, budget_guard
 from coordinator.commands.run_plan import DEFAULT_PLANNED_ROWS_PER_S
 from coordinator.errors import BudgetConfigError, ConfigError, RunStorageError
-from coordinator.job.launch_contract import WorkerTuning
-from coordinator.job.spec import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
+from coordinator.job.core.spec import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
+from coordinator.job.core.worker_contract import WorkerTuning
 from coordinator.paths import runs_dir
 from coordinator.stack.outputs import StackOutputs
 from inference.config import DEFAULT_BATCH_SIZE, DEFAULT_CHECKPOINT_EVERY
@@ -148,8 +148,8 @@ def add_worker_options(run: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from coordinator.commands.run_setup import connect, input_of, preflight_for_run, quotes_for_run
-    from coordinator.job.runner import run_job
-    from coordinator.job.spec import CloudClock
+    from coordinator.job.core.spec import CloudClock
+    from coordinator.job.loop.runner import run_job
 
     guard = budget_guard(args)  # before anything is read, uploaded or spent
     outputs = args.outputs or runs_dir() / "infra" / "aws" / "outputs.json"

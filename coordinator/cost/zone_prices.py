@@ -3,7 +3,8 @@
 The price table keys spot prices by availability zone ID (`use1-az4`), the same physical zone in every
 account, while a subnet names its zone (`us-east-1a`), which each account maps to an ID of its own.
 `DescribeAvailabilityZones` gives this account's mapping; the fleet then tries a type's zones cheapest
-first (`job/pools.py`), as EC2 Fleet's price-capacity-optimized strategy prefers its cheapest pools.
+first (`job/aws/capacity_pools.py`), as EC2 Fleet's price-capacity-optimized strategy prefers its
+cheapest pools.
 On-demand costs the same in every zone of a region: no zone price.
 
 Usage::

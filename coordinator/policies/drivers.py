@@ -1,5 +1,5 @@
 """One driver per kind of policy: the questions a policy is asked about a segment, and when, written once for
-the live loop (`job/launch_passes.py`), the what-if engine (`whatif/engine.py`) and the matrix model
+the live loop (`job/loop/policy_pass.py`), the what-if engine (`whatif/engine.py`) and the matrix model
 (`whatif/matrix_model.py`).
 
 Each of them shows the driver a segment through a small world (`SegmentWorld`): where it is in the job,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from coordinator.job.launch_contract import TAG_SEGMENT
-from coordinator.job.spec import CloudClock
-from coordinator.job.status import SegmentStatus
+from coordinator.job.core.spec import CloudClock
+from coordinator.job.core.worker_contract import TAG_SEGMENT
+from coordinator.job.loop.progress import SegmentStatus
 from coordinator.sim.injector import InterruptionInjector
 from coordinator.sim.instance_runtime import InstanceRuntime
 

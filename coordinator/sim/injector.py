@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.background import Background
-from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_MARKET, TAG_SEGMENT
-from coordinator.job.spec import CloudClock
+from coordinator.job.core.spec import CloudClock
+from coordinator.job.core.worker_contract import TAG_ATTEMPT, TAG_MARKET, TAG_SEGMENT
 from coordinator.sim.ec2_events import (
     SPOT_TERMINATION,
     interruption_warning,

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from coordinator.cost.pricing import Market
-from coordinator.job.attempts import AttemptBook
-from coordinator.job.launch_passes import LaunchPass
-from coordinator.job.spec import CloudClock
-from coordinator.job.state_schema import SegmentState
+from coordinator.job.core.spec import CloudClock
+from coordinator.job.core.tables import SegmentState
+from coordinator.job.loop.attempt_book import AttemptBook
+from coordinator.job.loop.policy_pass import LaunchPass
 from coordinator.policies.registry import driver_for, make_policy
 from coordinator.whatif.drivers import TraceSegment
 from coordinator.whatif.job import WhatIfJob
 from coordinator.whatif.segment import Segment
-from tests.coordinator.job.real_book import real_book
+from tests.coordinator.job.loop.real_book import real_book
 
 SEGMENTS = 4
 POLICIES: dict[str, dict[str, float]] = {

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.build.container_engine import Engine
-from coordinator.job.instances import list_instances
+from coordinator.job.aws.instances import list_instances
 from coordinator.sim.emulator import set_iam_enforcement
 from coordinator.sim.emulator_iam import for_emulator
 from coordinator.sim.emulator_stack import Infrastructure
@@ -85,7 +85,7 @@ def iam_enforced(endpoint: str) -> Iterator[None]:
 def cloud(admin: AwsTarget, engine: Engine, log_dir: Path) -> Iterator[tuple[Any, Any]]:
     """What a real account has and this machine lacks: machines that boot the user-data (their docker is
     podman, running the real image), the metadata service, and AWS's part in an interruption."""
-    from coordinator.job.spec import CloudClock
+    from coordinator.job.core.spec import CloudClock
     from coordinator.sim.container_machine import ContainerMode
     from coordinator.sim.injector import InterruptionInjector
     from coordinator.sim.instance_runtime import InstanceRuntime

@@ -1,6 +1,6 @@
 # The ceiling of every worker's permissions. The coordinator creates one role per job under `role_path`,
 # with this policy as its permissions boundary and an inline policy that narrows it to the job's own prefix
-# (coordinator/job/roles.py), so a worker can read the input data, write only under jobs/<its job>/, pull
+# (coordinator/job/aws/roles.py), so a worker can read the input data, write only under jobs/<its job>/, pull
 # the worker image, write its logs and its metrics, and nothing else, whatever the inline policy says.
 data "aws_iam_policy_document" "boundary" {
   statement {

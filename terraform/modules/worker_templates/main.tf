@@ -38,7 +38,7 @@ resource "aws_launch_template" "this" {
   # A worker that shuts itself down (job done, fatal error) must stop billing: terminate, not stop.
   instance_initiated_shutdown_behavior = "terminate"
 
-  # No instance profile here: the coordinator gives every launch its job's own role (coordinator/job/roles.py).
+  # No instance profile here: the coordinator gives every launch its job's own role (coordinator/job/aws/roles.py).
 
   vpc_security_group_ids = var.security_group_ids
 

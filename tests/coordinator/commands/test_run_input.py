@@ -17,7 +17,7 @@ from coordinator.cli import build_parser
 from coordinator.commands.run import positive_int
 from coordinator.commands.run_setup import input_of
 from coordinator.errors import ConfigError
-from coordinator.job.runner import CloudTarget
+from coordinator.job.loop.runner import CloudTarget
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.target import AwsTarget
 

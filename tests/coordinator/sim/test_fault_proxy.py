@@ -9,7 +9,7 @@ import pytest
 from botocore.config import Config
 
 from coordinator.errors import CapacityError, LaunchError, PermissionDenied, ThrottledError
-from coordinator.job.fleet import Fleet
+from coordinator.job.aws.fleet import Fleet
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
 
 
@@ -27,7 +27,7 @@ def test_fault_proxy_answers_with_aws_errors_that_the_fleet_sorts(moto_endpoint:
         ]["LaunchTemplateId"]
         fleet = Fleet(ec2, templates={"spot": template})
         request = dict(job_id="j", segment_id="seg-0000", market="spot", start=0, stop=10, input_key="k")
-        from coordinator.job.launch_contract import LaunchRequest
+        from coordinator.job.core.worker_contract import LaunchRequest
 
         proxy.add(FaultRule("RunInstances", "RequestLimitExceeded", times=1))
         proxy.add(FaultRule("RunInstances", "InternalError", times=1))

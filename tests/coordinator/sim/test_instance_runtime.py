@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from coordinator.build.worker_image import IMAGE_MODEL_DIR
-from coordinator.job.fleet import Fleet
-from coordinator.job.instances import list_instances
-from coordinator.job.launch_contract import LaunchRequest, tags_for
-from coordinator.job.roles import JobRoles
-from coordinator.job.spec import CloudClock
+from coordinator.job.aws.fleet import Fleet
+from coordinator.job.aws.instances import list_instances
+from coordinator.job.aws.roles import JobRoles
+from coordinator.job.core.spec import CloudClock
+from coordinator.job.core.worker_contract import LaunchRequest, tags_for
 from coordinator.sim.emulator_iam import for_emulator
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.instance_runtime import InstanceRuntime

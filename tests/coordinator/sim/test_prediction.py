@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from coordinator.cost.ledger import AttemptRecord
-from coordinator.job.controller import JobOutcome
-from coordinator.job.runner import RunResult
+from coordinator.job.loop.controller import JobOutcome
+from coordinator.job.loop.runner import RunResult
 from coordinator.sim.prediction import OVERHEAD_NAMES, measured_overheads
 from coordinator.sim.settings import SimulatedRun
 

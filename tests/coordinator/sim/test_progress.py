@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from coordinator.job.status import SegmentStatus
+from coordinator.job.loop.progress import SegmentStatus
 from coordinator.sim.progress import ProgressView
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.job.launch_contract import TAG_ATTEMPT, TAG_MARKET
+from coordinator.job.core.worker_contract import TAG_ATTEMPT, TAG_MARKET
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.matrix import run_matrix
 from coordinator.sim.one_run import _launch_draw

@@ -12,9 +12,9 @@ from typing import Any
 import boto3
 import pytest
 
-from coordinator.job.fleet import Fleet
-from coordinator.job.launch_contract import LaunchRequest
-from coordinator.job.roles import JobRoles
+from coordinator.job.aws.fleet import Fleet
+from coordinator.job.aws.roles import JobRoles
+from coordinator.job.core.worker_contract import LaunchRequest
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.permissions import coordinator_policy, worker_job_policy
 from coordinator.stack.policy_docs import placeholder_arns
