@@ -42,7 +42,8 @@ from bench.request_meter import RequestMeter
 from coordinator.cost.budget import BudgetGuard
 from coordinator.job.aws.event_queue import EventQueue, owners_by_tag
 from coordinator.job.aws.fleet import Fleet
-from coordinator.job.core.spec import CloudClock, JobSpec, plan_segments
+from coordinator.job.core.cloud_clock import CloudClock
+from coordinator.job.core.spec import JobSpec, plan_segments
 from coordinator.job.core.state_file import CoordinatorState
 from coordinator.job.loop.controller import Controller
 from coordinator.job.loop.instance_watch import FULL_LOOK_SECONDS

@@ -148,7 +148,7 @@ def add_worker_options(run: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from coordinator.commands.run_setup import connect, input_of, preflight_for_run, quotes_for_run
-    from coordinator.job.core.spec import CloudClock
+    from coordinator.job.core.cloud_clock import CloudClock
     from coordinator.job.loop.runner import run_job
 
     guard = budget_guard(args)  # before anything is read, uploaded or spent

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from coordinator.job.core.spec import CloudClock
+from coordinator.job.core.cloud_clock import CloudClock
 from coordinator.job.core.worker_contract import TAG_SEGMENT
 from coordinator.job.loop.progress import SegmentStatus
 from coordinator.sim.injector import InterruptionInjector

@@ -38,7 +38,7 @@ from typing import Any
 
 from coordinator.background import Background
 from coordinator.job.aws.instances import list_instances
-from coordinator.job.core.spec import CloudClock
+from coordinator.job.core.cloud_clock import CloudClock
 from coordinator.job.core.worker_contract import TAG_SEGMENT
 from coordinator.sim.container_machine import ContainerMode, ContainerWorker
 from coordinator.sim.ec2_events import INSTANCE_SHUTDOWN, telling_machine, with_state_reason

@@ -26,7 +26,8 @@ from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_le
 from coordinator.cost.pricing import Market
 from coordinator.errors import SimulationError
 from coordinator.job.aws.fleet import EC2_MAX_ATTEMPTS
-from coordinator.job.core.spec import CloudClock, JobSpec
+from coordinator.job.core.cloud_clock import CloudClock
+from coordinator.job.core.spec import JobSpec
 from coordinator.job.core.worker_contract import TAG_ATTEMPT, TAG_MARKET, WorkerTuning
 from coordinator.job.loop.progress import SegmentStatus
 from coordinator.job.loop.runner import CloudTarget, RunResult, run_job

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from coordinator.cost.pricing import Market
-from coordinator.job.core.spec import CloudClock
-from coordinator.job.core.tables import SegmentState
+from coordinator.job.core.cloud_clock import CloudClock
+from coordinator.job.core.segment_states import SegmentState
 from coordinator.job.loop.attempt_book import AttemptBook
 from coordinator.job.loop.policy_pass import LaunchPass
 from coordinator.policies.registry import driver_for, make_policy

@@ -85,7 +85,7 @@ def iam_enforced(endpoint: str) -> Iterator[None]:
 def cloud(admin: AwsTarget, engine: Engine, log_dir: Path) -> Iterator[tuple[Any, Any]]:
     """What a real account has and this machine lacks: machines that boot the user-data (their docker is
     podman, running the real image), the metadata service, and AWS's part in an interruption."""
-    from coordinator.job.core.spec import CloudClock
+    from coordinator.job.core.cloud_clock import CloudClock
     from coordinator.sim.container_machine import ContainerMode
     from coordinator.sim.injector import InterruptionInjector
     from coordinator.sim.instance_runtime import InstanceRuntime

@@ -1,27 +1,14 @@
-"""What a job is: its input, its segments, its policy, the timings the controller keeps and their clock.
+"""What a job is: its input, its segments, its policy, and the timings the controller keeps.
 
 Segments are contiguous row ranges of the dataset, one per worker instance, deterministic from the row
 count and the segment count: a restarted coordinator (or a user) computes the same boundaries again.
 
 Every interval and timeout is a named constant with the reason for its value, in wall or cloud seconds;
 the simulator and the tests shrink them through the spec.
-
-Cloud time (`CloudClock`): wall-clock seconds on real AWS, scaled seconds in the simulator, which runs
-cloud time `scale` times faster than the wall clock, so that "30% chance of an interruption every 5
-minutes" over an hour of billing fits in a minute. Inference stays real; billing, injector intervals and
-status lines use cloud seconds. The origin is stored with the job, so a coordinator restarted after a crash
-reads the same clock.
-
-Usage::
-
-    clock = CloudClock(scale=60.0, origin=time.time())
-    clock.now()              # epoch-like cloud seconds: origin + (wall elapsed) * scale
-    clock.wall(120.0)        # a 2-minute cloud grace period is 2 wall seconds at scale 60
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from coordinator.job.core.worker_contract import WorkerTuning
@@ -112,27 +99,3 @@ def plan_segments(num_rows: int, count: int, input_uri: str) -> list[Segment]:
         segments.append(Segment(segment_name(index), start, stop, input_uri))
         start = stop
     return segments
-
-
-@dataclass(frozen=True, slots=True)
-class CloudClock:
-    scale: float = 1.0
-    origin: float = field(default_factory=time.time)
-
-    def __post_init__(self) -> None:
-        if not self.scale > 0:
-            raise ValueError(f"time scale must be positive, got {self.scale}")
-
-    def now(self) -> float:
-        return self.origin + (time.time() - self.origin) * self.scale
-
-    def at(self, wall_time: float) -> float:
-        """The cloud time of a wall-clock timestamp (a heartbeat's `ts`, an event's time)."""
-        return self.origin + (wall_time - self.origin) * self.scale
-
-    def wall(self, cloud_seconds: float) -> float:
-        """How many wall seconds a cloud duration takes."""
-        return cloud_seconds / self.scale
-
-    def cloud(self, wall_seconds: float) -> float:
-        return wall_seconds * self.scale

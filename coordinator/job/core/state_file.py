@@ -31,16 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.errors import InvalidTransition, RunStorageError, SpotbatchError
+from coordinator.job.core.segment_states import ALLOWED_FROM, S, SegmentState
 from coordinator.job.core.tables import (
-    ALLOWED_FROM,
     ATTEMPT_COLUMNS,
     SCHEMA,
     SEGMENT_COLUMNS,
     AttemptRow,
     EventRow,
-    S,
     SegmentRow,
-    SegmentState,
     segment_row,
     upgrade,
 )

@@ -1,7 +1,7 @@
 """The coordinator state's SQLite tables: jobs, their segments, each segment's attempts, and every transition;
-the typed rows `state.py` returns, and the segment states with the moves allowed between them.
+and the typed rows `state_file.py` returns.
 
-`state.py` creates them (`CREATE TABLE IF NOT EXISTS`: a restart opens the same file), adds the columns a
+`state_file.py` creates them (`CREATE TABLE IF NOT EXISTS`: a restart opens the same file), adds the columns a
 state file written by an older version lacks (`upgrade`), and is the only module that reads or writes them.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, fields
-from enum import StrEnum
 from typing import Any
 
 from coordinator.cost.pricing import Market
+from coordinator.job.core.segment_states import SegmentState
 
 ADDED_COLUMNS = {  # column -> its definition, for state files made before it existed
     ("attempts", "heartbeat_puts"): "INTEGER NOT NULL DEFAULT 0",
@@ -49,43 +49,6 @@ def upgrade(db: sqlite3.Connection) -> None:
         present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
         if column not in present:
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
-
-
-class SegmentState(StrEnum):
-    """Where a segment is (module docstring); the value is what the state file and the event log hold."""
-
-    PENDING = "PENDING"
-    LAUNCHING = "LAUNCHING"
-    RUNNING = "RUNNING"
-    DRAINING = "DRAINING"
-    LOST = "LOST"
-    INTERRUPTED = "INTERRUPTED"
-    FAILED_LAUNCH = "FAILED_LAUNCH"
-    DONE = "DONE"
-    FAILED = "FAILED"
-
-    @classmethod
-    def terminal(cls) -> frozenset[SegmentState]:
-        """The states a segment never leaves."""
-        return frozenset({cls.DONE, cls.FAILED})
-
-    @property
-    def is_terminal(self) -> bool:
-        return self in SegmentState.terminal()
-
-
-S = SegmentState
-# target state -> the states it may come from
-ALLOWED_FROM: dict[SegmentState, frozenset[SegmentState]] = {
-    S.LAUNCHING: frozenset({S.PENDING, S.INTERRUPTED, S.FAILED_LAUNCH}),
-    S.RUNNING: frozenset({S.LAUNCHING}),
-    S.DRAINING: frozenset({S.RUNNING}),
-    S.LOST: frozenset({S.LAUNCHING, S.RUNNING, S.DRAINING}),
-    S.INTERRUPTED: frozenset({S.DRAINING, S.LOST}),
-    S.FAILED_LAUNCH: frozenset({S.LAUNCHING}),
-    S.DONE: frozenset({S.RUNNING, S.DRAINING}),
-    S.FAILED: frozenset({S.FAILED_LAUNCH, S.INTERRUPTED, S.RUNNING}),
-}
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,8 +38,9 @@ from coordinator.errors import (
 from coordinator.job.aws.capacity_pools import Placement
 from coordinator.job.aws.fleet import Fleet
 from coordinator.job.aws.instances import GONE_STATES
+from coordinator.job.core.cloud_clock import CloudClock
 from coordinator.job.core.crash_points import crash_point
-from coordinator.job.core.spec import CloudClock, JobSpec
+from coordinator.job.core.spec import JobSpec
 from coordinator.job.core.state_file import CoordinatorState
 from coordinator.job.core.tables import SegmentRow
 from coordinator.job.core.worker_contract import LaunchRequest

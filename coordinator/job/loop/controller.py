@@ -50,10 +50,11 @@ from coordinator.errors import (
 )
 from coordinator.job.aws.event_queue import EventQueue
 from coordinator.job.aws.fleet import Fleet
+from coordinator.job.core.cloud_clock import CloudClock
 from coordinator.job.core.crash_points import crash_point
-from coordinator.job.core.spec import CloudClock, JobSpec
+from coordinator.job.core.segment_states import SegmentState
+from coordinator.job.core.spec import JobSpec
 from coordinator.job.core.state_file import CoordinatorState
-from coordinator.job.core.tables import SegmentState
 from coordinator.job.loop.attempt_book import AttemptBook
 from coordinator.job.loop.attempt_records import attempt_records
 from coordinator.job.loop.handover import Handover

@@ -42,7 +42,7 @@ from collections.abc import Callable
 
 from coordinator.errors import LaunchError
 from coordinator.job.aws.event_queue import EventQueue, InstanceEvent
-from coordinator.job.core.tables import SegmentState
+from coordinator.job.core.segment_states import SegmentState
 from coordinator.job.loop.attempt_book import AttemptBook, Tracked
 from coordinator.job.loop.monitor import SPOT_TERMINATION, AttemptView
 

@@ -23,7 +23,8 @@ from functools import cached_property
 
 from coordinator.cost.pricing import Market
 from coordinator.errors import BootFailing
-from coordinator.job.core.tables import SegmentRow, SegmentState
+from coordinator.job.core.segment_states import SegmentState
+from coordinator.job.core.tables import SegmentRow
 from coordinator.job.loop.attempt_book import AttemptBook
 from coordinator.job.loop.monitor import SILENT_ENDS
 from coordinator.policies.base import Cause, SegmentHistory

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coordinator.cost.billing import cost_usd
-from coordinator.job.core.tables import SegmentState
+from coordinator.job.core.segment_states import SegmentState
 from coordinator.job.loop.attempt_book import AttemptBook
 
 log = logging.getLogger("coordinator")

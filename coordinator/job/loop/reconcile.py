@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 
-from coordinator.job.core.tables import SegmentState
+from coordinator.job.core.segment_states import SegmentState
 from coordinator.job.loop.attempt_book import AttemptBook, Tracked, attempt_label
 from coordinator.job.loop.heartbeats import read_heartbeat
 from coordinator.job.loop.monitor import ActiveAttempt, AttemptView, Verdict

@@ -41,7 +41,8 @@ from coordinator.job.aws.event_queue import EventQueue, owners_by_tag
 from coordinator.job.aws.fleet import EC2_MAX_ATTEMPTS, Fleet
 from coordinator.job.aws.roles import JobRoles
 from coordinator.job.aws.worker_logs import WorkerLogTail
-from coordinator.job.core.spec import CloudClock, JobSpec
+from coordinator.job.core.cloud_clock import CloudClock
+from coordinator.job.core.spec import JobSpec
 from coordinator.job.core.state_file import CoordinatorState
 from coordinator.job.data.job_open import open_job
 from coordinator.job.data.merge import MergeReport, merge_results

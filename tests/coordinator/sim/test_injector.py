@@ -48,7 +48,7 @@ def test_trace_replay_orientation_offset_and_errors(tmp_path: Path) -> None:
 
 
 def test_the_same_seed_draws_the_same_schedule_in_every_runs_folder() -> None:
-    from coordinator.job.core.spec import CloudClock
+    from coordinator.job.core.cloud_clock import CloudClock
     from coordinator.sim.injector import InterruptionInjector
 
     def key(folder: str) -> str:

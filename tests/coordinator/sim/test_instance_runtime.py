@@ -20,7 +20,7 @@ from coordinator.build.worker_image import IMAGE_MODEL_DIR
 from coordinator.job.aws.fleet import Fleet
 from coordinator.job.aws.instances import list_instances
 from coordinator.job.aws.roles import JobRoles
-from coordinator.job.core.spec import CloudClock
+from coordinator.job.core.cloud_clock import CloudClock
 from coordinator.job.core.worker_contract import LaunchRequest, tags_for
 from coordinator.sim.emulator_iam import for_emulator
 from coordinator.sim.emulator_stack import Infrastructure

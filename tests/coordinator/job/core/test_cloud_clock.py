@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.job.core.spec import CloudClock
+from coordinator.job.core.cloud_clock import CloudClock
 
 
 def test_cloud_clock_scales_durations() -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from coordinator.errors import InvalidTransition
+from coordinator.job.core.segment_states import SegmentState
 from coordinator.job.core.state_file import CoordinatorState
-from coordinator.job.core.tables import SegmentState
 
 
 @pytest.fixture

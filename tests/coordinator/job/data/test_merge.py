@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.errors import MergeError
-from coordinator.job.core.tables import SegmentRow, SegmentState
+from coordinator.job.core.segment_states import SegmentState
+from coordinator.job.core.tables import SegmentRow
 from coordinator.job.data.merge import merge_results
 from coordinator.job.data.verify import JobManifest, verify_outputs
 from inference.checkpoint import Checkpoint, encode_part, load_versioned_checkpoint, save_checkpoint

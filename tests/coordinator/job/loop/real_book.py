@@ -9,7 +9,8 @@ from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import PriceTable
 from coordinator.job.aws.capacity_pools import CapacityPools, Placement
 from coordinator.job.aws.instances import InstanceInfo
-from coordinator.job.core.spec import CloudClock, JobSpec
+from coordinator.job.core.cloud_clock import CloudClock
+from coordinator.job.core.spec import JobSpec
 from coordinator.job.core.state_file import CoordinatorState
 from coordinator.job.core.worker_contract import LaunchRequest
 from coordinator.job.loop.attempt_book import AttemptBook

@@ -29,7 +29,7 @@ from coordinator.build.worker_image import IMAGE_MODEL_DIR
 from coordinator.cost.pricing import PriceTable
 from coordinator.cost.zone_prices import ZonePrices
 from coordinator.job.aws.instances import InstanceInfo, alive_ids, list_instances
-from coordinator.job.core.spec import CloudClock
+from coordinator.job.core.cloud_clock import CloudClock
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultRule
 from coordinator.sim.instance_runtime import InstanceRuntime

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.job.aws.event_queue import InstanceEvent
-from coordinator.job.core.tables import SegmentState
+from coordinator.job.core.segment_states import SegmentState
 from coordinator.job.loop.attempt_book import AttemptBook, Tracked
 from coordinator.job.loop.handover import Handover
 from coordinator.job.loop.monitor import ActiveAttempt

@@ -10,7 +10,8 @@ import pytest
 
 from coordinator.errors import CapacityError, PermissionDenied
 from coordinator.job.aws.capacity_pools import Placement
-from coordinator.job.core.tables import SegmentRow, SegmentState
+from coordinator.job.core.segment_states import SegmentState
+from coordinator.job.core.tables import SegmentRow
 from coordinator.job.core.worker_contract import LaunchRequest
 from coordinator.job.loop.launcher import Outcome, PlannedLaunch, launching_together
 

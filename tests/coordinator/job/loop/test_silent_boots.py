@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.errors import BootFailing
-from coordinator.job.core.tables import SegmentState
+from coordinator.job.core.segment_states import SegmentState
 from coordinator.job.loop.attempt_book import AttemptBook
 from coordinator.job.loop.monitor import AttemptView
 from coordinator.job.loop.policy_pass import MAX_SILENT_BOOTS_PER_JOB, LaunchPass

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.cost.budget import BudgetGuard
-from coordinator.job.core.spec import CloudClock
+from coordinator.job.core.cloud_clock import CloudClock
 from coordinator.job.loop.attempt_book import AttemptBook
 from coordinator.job.loop.policy_pass import LaunchPass
 from coordinator.job.loop.spend_watch import SpendWatch
