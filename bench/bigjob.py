@@ -43,10 +43,8 @@ from typing import Any
 
 from bench.bigjob_scheduler import BUCKET, JOB, RunStats, Scheduler
 from bench.request_meter import RequestMeter
-from coordinator.job.core.spec import Segment
-from coordinator.job.core.state_file import CoordinatorState
-from coordinator.job.data.input_dataset import cut_segments, input_digests, list_input
-from coordinator.job.data.verify import verify_outputs
+from coordinator.job.core import CoordinatorState, Segment
+from coordinator.job.data import cut_segments, input_digests, list_input, verify_outputs
 from coordinator.sim.emulator import MotoServer
 from inference.layout import job_prefix
 from inference.s3_store import S3Store, make_s3_client

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.bigjob_worker import run_attempt
-from coordinator.job.core.spec import Segment
-from coordinator.job.loop.heartbeats import HeartbeatReader
+from coordinator.job.core import Segment
+from coordinator.job.loop import HeartbeatReader
 from inference.config import WorkerConfig
 from inference.layout import job_prefix
 from inference.s3_store import S3Store

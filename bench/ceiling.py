@@ -40,7 +40,7 @@ from unittest import mock
 from coordinator.commands.simulate import QUICK
 from coordinator.cost.budget import CEILING_ENV, BudgetGuard
 from coordinator.errors import SpotbatchError
-from coordinator.job.loop.spend_watch import SpendWatch
+from coordinator.job.loop import SpendWatch
 from coordinator.paths import default_dataset_path, default_model_dir
 from coordinator.sim.emulator_stack import SIMULATOR_BUCKET, emulator_infrastructure
 from coordinator.sim.matrix import open_lab

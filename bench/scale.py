@@ -40,14 +40,9 @@ from typing import Any
 
 from bench.request_meter import RequestMeter
 from coordinator.cost.budget import BudgetGuard
-from coordinator.job.aws.event_queue import EventQueue, owners_by_tag
-from coordinator.job.aws.fleet import Fleet
-from coordinator.job.core.cloud_clock import CloudClock
-from coordinator.job.core.spec import JobSpec, plan_segments
-from coordinator.job.core.state_file import CoordinatorState
-from coordinator.job.loop.controller import Controller
-from coordinator.job.loop.instance_watch import FULL_LOOK_SECONDS
-from coordinator.job.loop.runner import quotes_for
+from coordinator.job.aws import EventQueue, Fleet, owners_by_tag
+from coordinator.job.core import CloudClock, CoordinatorState, JobSpec, plan_segments, quotes_for
+from coordinator.job.loop import FULL_LOOK_SECONDS, Controller
 from coordinator.policies.registry import make_policy
 from coordinator.sim.emulator_stack import Infrastructure, emulator_infrastructure
 from coordinator.stack.target import AwsTarget
@@ -78,8 +73,8 @@ def heartbeat_stub(
 
 def controller_for(
     infra: Infrastructure, size: int, ec2: Any, s3: Any, tmp: Path, events: EventQueue | None = None
-) -> Controller:
-    """A spot-only job of `size` segments on the stack, its state in `tmp`."""
+) -> tuple[Controller, CoordinatorState]:
+    """A spot-only job of `size` segments on the stack, and its state (in `tmp`)."""
     stack, job = infra.stack, f"scale-{size}"
     spec = JobSpec(
         job_id=job,
@@ -94,7 +89,7 @@ def controller_for(
     state = CoordinatorState(tmp / f"{job}.db")
     segments = plan_segments(spec.rows, size, "s3://x")
     state.create_job(job, config={}, segments=[(s.segment_id, s.start, s.stop) for s in segments])
-    return Controller(
+    controller = Controller(
         spec=spec,
         state=state,
         store=S3Store(stack.bucket, job_prefix(job), client=s3),
@@ -105,6 +100,7 @@ def controller_for(
         clock=CloudClock(),
         events=events,
     )
+    return controller, state
 
 
 def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
@@ -112,8 +108,7 @@ def measure(infra: Infrastructure, size: int, args: argparse.Namespace, tmp: Pat
     ec2, s3 = meter.attach(infra.target.client("ec2")), meter.attach(infra.target.client("s3"))
     job = f"scale-{size}"
     events = EventQueue(infra.target.client("sqs"), stack.events_queue_url, job, owners=owners_by_tag(ec2))
-    controller = controller_for(infra, size, ec2, s3, tmp, events.start())
-    state = controller.state
+    controller, state = controller_for(infra, size, ec2, s3, tmp, events.start())
     launch_started = time.monotonic()
     controller.cycle()  # launches every segment
     launch_seconds = time.monotonic() - launch_started

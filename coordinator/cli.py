@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -94,10 +95,20 @@ def version() -> str:
         return "unknown (not installed)"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a refused argument is one line naming the option and its value (`--rows 0: a whole
+    number of at least 1`) and exit 2, as every other bad input; `--help` still shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        named = re.fullmatch(r"argument ([^:]+): (.*)", message, re.DOTALL)
+        if named:
+            options = named.group(1).split("/")
+            message = f"{next((o for o in options if o.startswith('--')), options[0])} {named.group(2)}"
+        self.exit(EXIT_BAD_INPUT, f"error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="spotbatch", description=__doc__.splitlines()[0] if __doc__ else None
-    )
+    parser = OneLineParser(prog="spotbatch", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--version", action="version", version=f"spotbatch {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:

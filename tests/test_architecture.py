@@ -5,7 +5,10 @@
 - `inference` (the worker) imports nothing from `coordinator`, and has no simulator configuration (the
   simulator paces it through the host hook);
 - one start/close lifecycle (`coordinator/background.py`), not one per class;
-- the attempt book's fields change only through its verbs (`coordinator/job/loop/attempt_book.py`);
+- coordinator/job's four rooms keep their import rules (the adapter never imports the loop; data imports
+  neither; the core imports none of them) and are imported from outside through their `__init__`;
+- a segment's moves are made by the segment table and the launcher alone, instances are terminated only
+  through the attempt book, and no part of the job reaches into another object's private fields;
 - no module over 300 lines and no function over 60, except where the module says why at its top;
 - `ruff format` owns the layout: no marker that keeps a line from it, anywhere.
 
@@ -155,48 +158,101 @@ def test_one_lifecycle_base() -> None:
     assert own == []
 
 
-MUTATORS = {"pop", "popitem", "append", "extend", "insert", "remove", "clear", "update", "setdefault", "add"}
+# -- coordinator/job: four rooms, and one owner of a segment's moves ----------------------------------------
+
+JOB = "coordinator.job"
+JOB_ROOMS = ("core", "aws", "data", "loop")
+# room -> the rooms it must never import: the adapter never imports the loop, data neither the loop nor the
+# adapter, the core none of them
+JOB_NEVER = {"core": {"aws", "data", "loop"}, "aws": {"loop", "data"}, "data": {"loop", "aws"}, "loop": set()}
+TRANSITIONS = {
+    "set_launching",
+    "set_running",
+    "set_draining",
+    "set_lost",
+    "set_interrupted",
+    "set_failed_launch",
+    "set_done",
+    "set_failed",
+}
+TERMINATIONS = {"terminate", "terminate_and_confirm", "terminate_instances"}
 
 
-def book_fields() -> set[str]:
-    """What the attempt book keeps: every `self.<name> = ...` of its class."""
-    tree = ast.parse((REPO / "coordinator" / "job" / "loop" / "attempt_book.py").read_text(encoding="utf-8"))
-    book = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "AttemptBook")
-    return {
-        target.attr
-        for node in ast.walk(book)
-        if isinstance(node, ast.Assign | ast.AnnAssign)
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        if isinstance(target, ast.Attribute)
-        and isinstance(target.value, ast.Name)
-        and target.value.id == "self"
-    }
+def job_room(module: str) -> str | None:
+    """`coordinator.job.loop.controller` -> "loop"; None outside the job's rooms."""
+    parts = module.split(".")
+    return parts[2] if module.startswith(JOB + ".") and len(parts) > 2 and parts[2] in JOB_ROOMS else None
 
 
-def test_only_the_book_changes_what_it_keeps() -> None:
-    """The segments' moves are the book's verbs: no other module assigns, deletes or mutates its fields."""
-    keeps = book_fields()
-    assert {"active", "leaving", "switching", "checkpointed", "failures"} <= keeps
-
-    def kept(node: ast.expr) -> bool:  # `book.active`, `self.book.leaving[...]`, `controller.book.batch`
-        while isinstance(node, ast.Subscript):
-            node = node.value
-        return isinstance(node, ast.Attribute) and node.attr in keeps and "book" in ast.unparse(node.value)
-
+def calls_of(path: Path, names: set[str]) -> list[str]:
+    """`x.<name>(...)` calls in the file whose name is one of `names` (a dry run does not count)."""
     found = []
-    for name, path in modules().items():
-        if name == "coordinator.job.loop.attempt_book":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            targets: list[ast.expr] = []
-            if isinstance(node, ast.Assign | ast.Delete):
-                targets = node.targets
-            elif isinstance(node, ast.AugAssign | ast.AnnAssign):
-                targets = [node.target]
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                targets = [node.func.value] if node.func.attr in MUTATORS else []
-            found += [f"{name}:{t.lineno} {ast.unparse(t)}" for t in targets if kept(t)]
-    assert found == []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names:
+            dry = any(k.arg == "DryRun" for k in node.keywords)
+            if not dry:
+                found.append(f"{node.lineno} {ast.unparse(node.func)}")
+    return found
+
+
+def test_the_job_rooms_keep_their_import_rules() -> None:
+    broken = {
+        f"{name} -> {target}"
+        for name, targets in graph(modules()).items()
+        if (own := job_room(name)) is not None
+        for target in targets
+        if job_room(target) in JOB_NEVER[own]
+    }
+    assert broken == set()
+
+
+def test_outside_its_room_a_room_is_imported_through_its_surface() -> None:
+    """`from coordinator.job.loop import run_job`, never `coordinator.job.loop.runner` from another room or
+    package (the tests of a module import it directly)."""
+    known = modules((*PACKAGES, "bench"))
+    reached = {
+        f"{name} -> {target}"
+        for name, targets in graph(known).items()
+        for target in targets
+        if (room := job_room(target)) is not None and target != f"{JOB}.{room}" and job_room(name) != room
+    }
+    assert reached == set()
+
+
+def test_a_segments_moves_are_made_by_the_segment_table_and_the_launcher() -> None:
+    makers = {
+        name: calls
+        for name, path in modules().items()
+        if name != "coordinator.job.core.state_file" and (calls := calls_of(path, TRANSITIONS))
+    }
+    assert set(makers) == {"coordinator.job.loop.segment_table", "coordinator.job.loop.launcher"}, makers
+
+
+def test_instances_are_terminated_by_the_fleet_for_the_attempt_book_alone() -> None:
+    """The fleet calls EC2 (`aws/fleet.py`, through its error sorting); of the rest of the job's code only
+    the attempt book asks it to (an attempt's end, a stop, the job's sweeps)."""
+    terminating = {
+        name: calls
+        for name, path in modules().items()
+        if name.startswith(JOB) and (calls := calls_of(path, TERMINATIONS))
+    }
+    assert set(terminating) == {"coordinator.job.loop.attempt_book"}, terminating
+
+
+def test_no_part_of_the_job_reaches_into_another_objects_fields() -> None:
+    """`self._state` is the table's own; `table._state` or `book._fleet` from elsewhere would be a second
+    owner (a caller asks through a verb)."""
+    reached = [
+        f"{name}:{node.lineno} {ast.unparse(node)}"
+        for name, path in modules().items()
+        if name.startswith(JOB)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+    ]
+    assert reached == []
 
 
 def test_modules_and_functions_stay_small() -> None:

@@ -25,7 +25,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coordinator.commands.options import Subcommands, add_budget_options, add_target_options, budget_guard
+from coordinator.commands.options import (
+    Subcommands,
+    add_budget_options,
+    add_rows_option,
+    add_target_options,
+    budget_guard,
+)
 from coordinator.errors import ConfigError
 from coordinator.paths import build_dir, default_dataset_path, default_model_dir, runs_dir, spend_log_path
 
@@ -83,7 +89,7 @@ def add_parser(commands: Subcommands) -> None:
     down.set_defaults(handler=down_command)
     payload = actions.add_parser("payload", help="build the payload folder: code, model, data slice, lock")
     payload.add_argument("--out", type=Path, default=None, help="default build/burst-payload")
-    payload.add_argument("--rows", type=int, default=2_000)
+    add_rows_option(payload, "rows of the dataset the box predicts (default 2,000)", default=2_000)
     payload.add_argument("--model", type=Path, default=None)
     payload.add_argument("--dataset", type=Path, default=None)
     payload.set_defaults(handler=payload_command)

@@ -25,7 +25,7 @@ def add_parser(commands: Subcommands) -> None:
 
 def fetch_command(args: argparse.Namespace) -> int:
     from coordinator.commands.run_setup import connect
-    from coordinator.job.data.fetch import fetch_output
+    from coordinator.job.data import fetch_output
     from coordinator.stack.outputs import StackOutputs
     from inference.layout import job_prefix
     from inference.s3_store import S3Store

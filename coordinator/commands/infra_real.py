@@ -21,8 +21,7 @@ from typing import Any
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import PriceQuote, PriceTable
 from coordinator.errors import ConfigError, InfraError
-from coordinator.job.aws.instances import InstanceInfo, list_instances
-from coordinator.job.aws.roles import delete_roles_under
+from coordinator.job.aws import InstanceInfo, delete_roles_under, list_instances
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE, DEFAULT_MAX_LIFETIME_SECONDS, DEFAULT_STACK_NAME
 from coordinator.stack.deployment import Deployment, PlannedChanges, StackSettings, saved_region
 from coordinator.stack.target import AwsTarget

@@ -1,21 +1,27 @@
-"""Argument groups that several commands share, declared once: the budget and the target (where the
-instances run).
+"""Argument groups that several commands share, declared once: the budget, the target (where the
+instances run), and the job's shape (its rows and segments).
 
 Every command that can spend money takes `--ceiling` and `--spend-log` through `add_budget_options` and
-builds its guard with `budget_guard(args)`, so the options are spelled the same way everywhere.
+builds its guard with `budget_guard(args)`, so the options are spelled the same way everywhere. Every
+command that sizes a job takes `--rows`, `--segments` and `--segment-minutes` through the shape options: one
+spelling, one type each, and one validation (a count below 1 or minutes not above 0 is refused by the parser,
+naming the option and the value).
 
 Usage::
 
     add_budget_options(parser)
     add_target_options(parser)                 # --instance-type, --region (more on request)
+    add_rows_option(parser, "rows of the job, without a file")
+    add_segment_options(parser, segments="instances per run", minutes=None)   # --segments only
     guard = budget_guard(args)                 # --ceiling (or $LYNX_CLOUD_BUDGET_USD), --spend-log
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from coordinator.cost.budget import (
     CEILING_ENV,
@@ -31,6 +37,43 @@ from coordinator.stack.target import region_or_emulators, resolve_region
 
 # what `add_subparsers()` returns; a string, since argparse's class is not subscriptable at run time
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Options: TypeAlias = Any  # a parser, an argument group or a mutually exclusive group: all add_argument()
+
+
+def positive_int(text: str) -> int:
+    """argparse's type for a count: a whole number, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: a whole number of at least 1")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse's type for a length or a rate: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text}: a finite number above 0")
+    return value
+
+
+def add_rows_option(options: Options, help: str, *, default: int | None = None) -> None:
+    """`--rows`: the job's row count (a whole number, at least 1)."""
+    options.add_argument("--rows", type=positive_int, default=default, help=help)
+
+
+def add_segment_options(options: Options, *, segments: str | None, minutes: str | None = None) -> None:
+    """`--segments` (a count, at least 1) and `--segment-minutes` (segments sized by work: minutes above 0),
+    each offered when its help is given."""
+    if segments is not None:
+        options.add_argument("--segments", type=positive_int, help=segments)
+    if minutes is not None:
+        options.add_argument("--segment-minutes", type=positive_float, help=minutes)
 
 
 def add_budget_options(

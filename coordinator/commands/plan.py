@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.build.local_parquet import rows_and_bytes
-from coordinator.commands.options import Subcommands
+from coordinator.commands.options import Subcommands, add_rows_option, add_segment_options
 from coordinator.cost.pricing import PriceTable
 from coordinator.errors import ConfigError, DataError
 from coordinator.plan.planner import Job, Plan, Ranked, make_plan
@@ -35,7 +35,7 @@ def add_parser(commands: Subcommands) -> None:
     size.add_argument(
         "--input", type=Path, help="the Parquet dataset, a file or a folder of them (rows and size from it)"
     )
-    size.add_argument("--rows", type=int, help="rows of the job, without a file")
+    add_rows_option(size, "rows of the job, without a file")
     plan.add_argument("--bytes-per-row", type=float, default=DEFAULT_BYTES_PER_ROW, help="with --rows")
     plan.add_argument("--data-region", default="us-east-1", help="where the input is (transfer from it)")
     plan.add_argument("--deadline-minutes", type=float, help="price the deadline policy, and size for it")
@@ -44,10 +44,10 @@ def add_parser(commands: Subcommands) -> None:
         "--types", default="", help="comma-separated instance types; all with a figure if empty"
     )
     plan.add_argument("--local-zones", action="store_true", help="take Local and Wavelength Zones too")
-    segments = plan.add_mutually_exclusive_group()
-    segments.add_argument("--segments", type=int, help="a segment count instead of the sized one")
-    segments.add_argument(
-        "--segment-minutes", type=float, help="segments of about this many minutes of work on each type"
+    add_segment_options(
+        plan.add_mutually_exclusive_group(),
+        segments="a segment count instead of the sized one",
+        minutes="segments of about this many minutes of work on each type",
     )
     plan.add_argument("--max-instances", type=int, help="the account's quota, in instances of a type")
     plan.add_argument("--throughput", action="append", default=[], metavar="TYPE=ROWS_PER_S")
@@ -84,14 +84,8 @@ def _job(args: argparse.Namespace) -> Job:
     if args.input is not None:
         rows, size = _dataset(args.input)
     else:
-        if args.rows is None or args.rows < 1:
-            raise ConfigError(f"--rows {args.rows}: a job has at least one row")
         rows, size = args.rows, round(args.rows * args.bytes_per_row)
-    if args.segments is not None and args.segments < 1:
-        raise ConfigError(f"--segments {args.segments}: at least 1")
     minutes = args.segment_minutes
-    if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
-        raise ConfigError(f"--segment-minutes {minutes:g}: more than 0 minutes")
     deadline = args.deadline_minutes
     if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
         raise ConfigError(f"--deadline-minutes {deadline}: a positive number of minutes")

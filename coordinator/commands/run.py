@@ -20,11 +20,23 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from coordinator.commands.options import Subcommands, add_budget_options, add_target_options, budget_guard
+from coordinator.commands.options import (
+    Subcommands,
+    add_budget_options,
+    add_rows_option,
+    add_segment_options,
+    add_target_options,
+    budget_guard,
+)
 from coordinator.commands.run_plan import DEFAULT_PLANNED_ROWS_PER_S
 from coordinator.errors import BudgetConfigError, ConfigError, RunStorageError
-from coordinator.job.core.spec import BOOT_TIMEOUT_SECONDS, CYCLE_SECONDS, HEARTBEAT_TIMEOUT_SECONDS, JobSpec
-from coordinator.job.core.worker_contract import WorkerTuning
+from coordinator.job.core import (
+    BOOT_TIMEOUT_SECONDS,
+    CYCLE_SECONDS,
+    HEARTBEAT_TIMEOUT_SECONDS,
+    JobSpec,
+    WorkerTuning,
+)
 from coordinator.paths import runs_dir
 from coordinator.stack.outputs import StackOutputs
 from inference.config import DEFAULT_BATCH_SIZE, DEFAULT_CHECKPOINT_EVERY
@@ -93,8 +105,10 @@ def add_parser(commands: Subcommands) -> None:
 
 def add_sizing_options(run: argparse.ArgumentParser) -> None:
     """How the job is cut and first priced: by hand, or as `spotbatch plan` chose."""
-    run.add_argument(
-        "--segments", type=positive_int, help="at most the row count (default 10, or the plan's)"
+    add_segment_options(
+        run,
+        segments="at most the row count (default 10, or the plan's)",
+        minutes="segments sized by work: about this many cloud minutes each at --planned-rows-per-s",
     )
     run.add_argument(
         "--plan", type=Path, help="`spotbatch plan --json`'s choice: types, segments, checkpoints"
@@ -115,17 +129,12 @@ def add_input_options(run: argparse.ArgumentParser) -> None:
         help="a dataset already in the stack's bucket: a Parquet object, or a prefix ending in / (its "
         ".parquet objects)",
     )
-    run.add_argument("--rows", type=int, help="rows in --input-key's dataset (checked against its metadata)")
+    add_rows_option(run, "rows in --input-key's dataset (checked against its metadata)")
     run.add_argument("--text-column", default="text", help="--input's text column")
     run.add_argument("--id-column", default="id", help="--input's id column (missing or '': row numbers)")
 
 
 def add_output_options(run: argparse.ArgumentParser) -> None:
-    run.add_argument(
-        "--segment-minutes",
-        type=float,
-        help="segments sized by work: about this many cloud minutes each at --planned-rows-per-s",
-    )
     run.add_argument(
         "--no-fetch",
         dest="fetch",
@@ -148,8 +157,8 @@ def add_worker_options(run: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from coordinator.commands.run_setup import connect, input_of, preflight_for_run, quotes_for_run
-    from coordinator.job.core.cloud_clock import CloudClock
-    from coordinator.job.loop.runner import run_job
+    from coordinator.job.core import CloudClock
+    from coordinator.job.loop import run_job
 
     guard = budget_guard(args)  # before anything is read, uploaded or spent
     outputs = args.outputs or runs_dir() / "infra" / "aws" / "outputs.json"
@@ -233,17 +242,6 @@ def print_summary(ledger_path: Path | None, run_dir: Path, *, fetched: bool = Tr
         f"redone{usage}\nledger {ledger_path}"
         + (f"\npredictions {run_dir / 'predictions.parquet'} (and .csv)" if fetched else "")
     )
-
-
-def positive_int(text: str) -> int:
-    """argparse's type for a count: a whole number, at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1")
-    return value
 
 
 def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: StackOutputs) -> JobSpec:

@@ -18,8 +18,8 @@ from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.job_quotes import JobQuotes
 from coordinator.cost.pricing import PriceTable, estimate_job_cost
 from coordinator.errors import ConfigError
-from coordinator.job.core.spec import JobSpec
-from coordinator.job.loop.runner import CloudTarget, quotes_for
+from coordinator.job.aws import CloudTarget
+from coordinator.job.core import JobSpec, quotes_for
 from coordinator.sim.emulator_iam import for_emulator
 from coordinator.stack.defaults import require_worker_type
 from coordinator.stack.outputs import StackOutputs
@@ -59,7 +59,7 @@ def _rows_in(cloud: CloudTarget, key: str) -> int:
     from botocore.exceptions import ClientError
 
     from coordinator.errors import DataError
-    from coordinator.job.data.input_dataset import list_input
+    from coordinator.job.data import list_input
     from inference.s3_store import S3Store
 
     try:
@@ -171,7 +171,5 @@ def segment_rows(args: argparse.Namespace) -> int | None:
     """Rows per segment for `--segment-minutes` at the planned speed (None: by count)."""
     if args.segment_minutes is None:
         return None
-    if not args.segment_minutes > 0:
-        raise ConfigError(f"--segment-minutes {args.segment_minutes:g}: must be more than 0")
     rows: float = args.segment_minutes * 60 * args.planned_rows_per_s
     return max(1, round(rows))

@@ -10,7 +10,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coordinator.commands.options import Subcommands, add_budget_options
+from coordinator.commands.options import (
+    Subcommands,
+    add_budget_options,
+    add_rows_option,
+    add_segment_options,
+)
 from coordinator.cost.budget import parse_amount
 from coordinator.errors import ConfigError
 from coordinator.paths import SIMULATE_POOLS, default_dataset_path, default_model_dir, runs_dir
@@ -38,7 +43,7 @@ def parse_runs(text: str) -> dict[str, int]:
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, _, count = item.partition("=")
         if not count.isdigit():
-            raise argparse.ArgumentTypeError(f"--runs item {item!r}: expected NAME=COUNT, as in hybrid=10")
+            raise argparse.ArgumentTypeError(f"item {item!r}: expected NAME=COUNT, as in hybrid=10")
         runs[name] = int(count)
     return runs
 
@@ -47,7 +52,7 @@ def parse_pools(text: str) -> tuple[str, ...]:
     pools = tuple(dict.fromkeys(filter(None, (part.strip() for part in text.split(",")))))
     unknown = [p for p in pools if p not in SIMULATE_POOLS]
     if unknown or not pools:
-        raise argparse.ArgumentTypeError(f"--pools {text!r}: expected some of {','.join(SIMULATE_POOLS)}")
+        raise argparse.ArgumentTypeError(f"{text!r}: expected some of {','.join(SIMULATE_POOLS)}")
     return pools
 
 
@@ -61,12 +66,8 @@ def add_parser(commands: Subcommands) -> None:
     )
     sim.add_argument("--quick", action="store_true", help="a few-minute matrix (tests, a first look)")
     sim.add_argument("--runs", type=parse_runs, default=None, help=f"default {FULL['runs']}")
-    sim.add_argument(
-        "--rows", type=int, default=None, help=f"rows of the dataset to run (default {FULL['rows']})"
-    )
-    sim.add_argument(
-        "--segments", type=int, default=None, help=f"instances per run (default {FULL['segments']})"
-    )
+    add_rows_option(sim, f"rows of the dataset to run (default {FULL['rows']})")
+    add_segment_options(sim, segments=f"instances per run (default {FULL['segments']})")
     sim.add_argument(
         "--time-scale", type=float, default=15.0, help="cloud seconds per wall second (default 15)"
     )
@@ -126,8 +127,8 @@ def simulate_command(args: argparse.Namespace) -> int:
         model=model,
         dataset=dataset,
         runs=args.runs or parse_runs(str(sizes["runs"])),
-        rows=args.rows or int(sizes["rows"]),
-        segments=args.segments or int(sizes["segments"]),
+        rows=args.rows if args.rows is not None else int(sizes["rows"]),
+        segments=args.segments if args.segments is not None else int(sizes["segments"]),
         time_scale=args.time_scale,
         interruption_probability=args.interruption_probability,
         interruption_interval=args.interruption_interval,

@@ -19,8 +19,8 @@ def add_parser(commands: Subcommands) -> None:
 
 
 def status_command(args: argparse.Namespace) -> int:
-    from coordinator.job.core.state_file import CoordinatorState
-    from coordinator.job.loop.progress import SUMMARY_ABOVE
+    from coordinator.job.core import CoordinatorState
+    from coordinator.job.loop import SUMMARY_ABOVE
 
     path = args.run_dir / "state.db"
     if not path.is_file():

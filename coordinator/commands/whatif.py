@@ -29,7 +29,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from coordinator.commands.options import Subcommands, add_target_options, region_of
+from coordinator.commands.options import Subcommands, add_rows_option, add_target_options, region_of
 from coordinator.cost.pricing import PriceTable
 from coordinator.errors import WhatIfError
 from coordinator.policies.registry import policy_names
@@ -81,7 +81,7 @@ def add_parser(commands: Subcommands) -> None:
     job = whatif.add_argument_group("job")
     size = job.add_mutually_exclusive_group(required=True)
     size.add_argument("--work-hours", type=float, help="the job's work at one instance's speed")
-    size.add_argument("--rows", type=int, help="rows in the dataset (with --rows-per-s)")
+    add_rows_option(size, "rows in the dataset (with --rows-per-s)")
     job.add_argument("--rows-per-s", type=float, help="one instance's measured rows/s")
     job.add_argument("--instances", type=int, default=1, help="segments run in parallel, one instance each")
     job.add_argument("--deadline-hours", type=float, required=True)

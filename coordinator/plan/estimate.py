@@ -24,7 +24,7 @@ import statistics
 from dataclasses import dataclass
 
 from coordinator.cost.billing import EC2_LINUX, billed_seconds, cost_usd
-from coordinator.job.core.spec import CYCLE_SECONDS, RECLAIM_OVERHEAD_SECONDS
+from coordinator.job.core import CYCLE_SECONDS, RECLAIM_OVERHEAD_SECONDS
 from coordinator.plan.pools import Pool
 from coordinator.plan.sizing import Sizing
 from coordinator.whatif.boot_model import BootModel

@@ -28,8 +28,8 @@ from typing import Any
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.pricing import PriceQuote
 from coordinator.errors import PreflightFailed
-from coordinator.job.aws.instances import InstanceInfo, list_instances
-from coordinator.job.core.worker_contract import TAG_MAX_LIFETIME
+from coordinator.job.aws import InstanceInfo, list_instances
+from coordinator.job.core import TAG_MAX_LIFETIME
 from coordinator.preflight.allow_list import check_payload
 
 BUDGET_HEADROOM = 0.5  # remaining must cover the estimate plus half again: estimates run low

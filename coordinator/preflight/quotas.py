@@ -20,8 +20,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from coordinator.job.aws.error_codes import error_code, raise_for_setup
-from coordinator.job.aws.instances import GONE_STATES
+from coordinator.job.aws import GONE_STATES, error_code, raise_for_setup
 from coordinator.preflight.checks import CheckResult
 
 CHECK = "vcpu-quota"

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from coordinator.job.core.cloud_clock import CloudClock
-from coordinator.job.core.worker_contract import TAG_SEGMENT
-from coordinator.job.loop.progress import SegmentStatus
+from coordinator.job.core import TAG_SEGMENT, CloudClock
+from coordinator.job.loop import SegmentStatus
 from coordinator.sim.injector import InterruptionInjector
 from coordinator.sim.instance_runtime import InstanceRuntime
 

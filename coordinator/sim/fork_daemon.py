@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from coordinator.job.core.worker_contract import TAG_SEGMENT
+from coordinator.job.core import TAG_SEGMENT
 from coordinator.sim.awslogs import shipper_for
 from coordinator.sim.host_agent import Reply
 from coordinator.sim.machine import MachineImage, SimulatedInstance, container_env, pull_image

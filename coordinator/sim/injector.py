@@ -41,8 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.background import Background
-from coordinator.job.core.cloud_clock import CloudClock
-from coordinator.job.core.worker_contract import TAG_ATTEMPT, TAG_MARKET, TAG_SEGMENT
+from coordinator.job.core import TAG_ATTEMPT, TAG_MARKET, TAG_SEGMENT, CloudClock
 from coordinator.sim.ec2_events import (
     SPOT_TERMINATION,
     interruption_warning,

@@ -37,9 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.background import Background
-from coordinator.job.aws.instances import list_instances
-from coordinator.job.core.cloud_clock import CloudClock
-from coordinator.job.core.worker_contract import TAG_SEGMENT
+from coordinator.job.aws import list_instances
+from coordinator.job.core import TAG_SEGMENT, CloudClock
 from coordinator.sim.container_machine import ContainerMode, ContainerWorker
 from coordinator.sim.ec2_events import INSTANCE_SHUTDOWN, telling_machine, with_state_reason
 from coordinator.sim.fork_daemon import ForkDaemon

@@ -31,9 +31,9 @@ from coordinator.build.local_parquet import parquet_files, rows_and_bytes
 from coordinator.cost.budget import TEST_MODE_ENV, BudgetGuard, test_mode_requested
 from coordinator.cost.ledger import default_tracking_uri
 from coordinator.errors import SimulationError
-from coordinator.job.aws.instances import list_instances
-from coordinator.job.core.spec import JobSpec
-from coordinator.job.loop.progress import SegmentStatus
+from coordinator.job.aws import list_instances
+from coordinator.job.core import JobSpec
+from coordinator.job.loop import SegmentStatus
 from coordinator.sim.emulator_stack import SIMULATOR_BUCKET, Infrastructure, emulator_infrastructure
 from coordinator.sim.fault_proxy import FaultProxy
 from coordinator.sim.metadata_server import MetadataServer

@@ -25,12 +25,9 @@ from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.ledger import default_tracking_uri, log_to_mlflow, read_ledger
 from coordinator.cost.pricing import Market
 from coordinator.errors import SimulationError
-from coordinator.job.aws.fleet import EC2_MAX_ATTEMPTS
-from coordinator.job.core.cloud_clock import CloudClock
-from coordinator.job.core.spec import JobSpec
-from coordinator.job.core.worker_contract import TAG_ATTEMPT, TAG_MARKET, WorkerTuning
-from coordinator.job.loop.progress import SegmentStatus
-from coordinator.job.loop.runner import CloudTarget, RunResult, run_job
+from coordinator.job.aws import EC2_MAX_ATTEMPTS, CloudTarget
+from coordinator.job.core import TAG_ATTEMPT, TAG_MARKET, CloudClock, JobSpec, WorkerTuning
+from coordinator.job.loop import RunResult, SegmentStatus, run_job
 from coordinator.sim.emulator_iam import for_emulator
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule

@@ -21,8 +21,7 @@ import statistics
 from collections.abc import Callable
 
 from coordinator.cost.billing import EC2_LINUX
-from coordinator.job.core.spec import JobSpec, plan_segments
-from coordinator.job.loop.runner import quotes_for
+from coordinator.job.core import JobSpec, plan_segments, quotes_for
 from coordinator.sim.injector import RandomInterruptions
 from coordinator.sim.instance_runtime import POLL_SECONDS
 from coordinator.sim.settings import CONFIGURATIONS, NOTICE_POLL_EVERY, SimulatedRun, SimulationSettings

@@ -28,7 +28,7 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from coordinator.job.loop.progress import SUMMARY_ABOVE, SegmentStatus, summarize
+from coordinator.job.loop import SUMMARY_ABOVE, SegmentStatus, summarize
 from coordinator.sim.settings import SimulatedRun
 
 HEARTBEAT_SECONDS = 60.0

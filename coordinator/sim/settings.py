@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.errors import SimulationError
-from coordinator.job.aws.fleet import EC2_MAX_ATTEMPTS
-from coordinator.job.loop.runner import RunResult
+from coordinator.job.aws import EC2_MAX_ATTEMPTS
+from coordinator.job.loop import RunResult
 from coordinator.plan.profiles import InstanceProfile, load_profile
 from coordinator.plan.throughput import Throughputs
 from coordinator.policies.deadline import DEFAULT_RESERVE_HOURS

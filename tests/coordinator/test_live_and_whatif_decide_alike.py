@@ -5,21 +5,18 @@ the clock too: each reclaim comes later in the job, until the slack left says on
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from coordinator.cost.pricing import Market
-from coordinator.job.core.cloud_clock import CloudClock
 from coordinator.job.core.segment_states import SegmentState
-from coordinator.job.loop.attempt_book import AttemptBook
-from coordinator.job.loop.policy_pass import LaunchPass
+from coordinator.job.loop.monitor import SPOT_TERMINATION, AttemptView
 from coordinator.policies.registry import driver_for, make_policy
 from coordinator.whatif.drivers import TraceSegment
 from coordinator.whatif.job import WhatIfJob
 from coordinator.whatif.segment import Segment
-from tests.coordinator.job.loop.real_book import real_book
+from tests.coordinator.job.loop.live_loop import LiveLoop, live_loop
 
 SEGMENTS = 4
 POLICIES: dict[str, dict[str, float]] = {
@@ -30,25 +27,28 @@ POLICIES: dict[str, dict[str, float]] = {
 Step = Market | None  # None: the segment gave up
 
 
+def reclaim(loop: LiveLoop, segment: str) -> None:
+    """Spot took its instance back, as the controller records it (before a first heartbeat: no boot is
+    measured, so the deadline policies keep the planned changeover, as the what-if job does)."""
+    attempt = loop.attempt(segment)
+    loop.table.lose(AttemptView(attempt, "lost", "reclaimed", "terminated", None, SPOT_TERMINATION))
+
+
 def live_decisions(tmp_path: Path, name: str, index: int) -> list[Step]:
-    """The live pass over a real book: launch, then interrupt its spot attempt as the controller records a
-    reclaim, and run the pass again, until the segment is on on-demand or has failed."""
-    book: AttemptBook = real_book(tmp_path, segments=SEGMENTS, policy=name)
-    launches = LaunchPass(book, driver_for(make_policy(name, **POLICIES[name])))
+    """The live pass over the loop's real parts: launch, then interrupt its spot attempt as the controller
+    records a reclaim, and run the pass again, until the segment is on on-demand or has failed."""
+    loop = live_loop(tmp_path, segments=SEGMENTS, policy=name, policy_options=POLICIES[name])
     segment, steps = f"seg-{index:04d}", list[Step]()
     while True:
-        launches.run()
-        row = book.state.segment("j", segment)
+        loop.launch()
+        row = loop.table.segment(segment)
         if row.state == SegmentState.FAILED:
             return [*steps, None]
-        market = book.state.attempts("j", segment)[-1].market
+        market = loop.table.attempts(segment)[-1].market
         steps.append(market)
         if market != "spot" or len(steps) > 10:
             return steps
-        book.state.set_running("j", segment, reason="first heartbeat")
-        book.state.set_lost("j", segment, reason="reclaimed")
-        book.end(segment, "interrupted", None)
-        book.state.set_interrupted("j", segment, reason="interrupted: resuming")
+        reclaim(loop, segment)
 
 
 def whatif_decisions(name: str, index: int) -> list[Step]:
@@ -89,32 +89,29 @@ RECLAIMS_AT = range(0, 7_200, 600)  # cloud seconds from the job's start: a recl
 
 
 def live_deadline_decisions(tmp_path: Path, name: str) -> list[Step]:
-    book: AttemptBook = real_book(
+    loop = live_loop(
         tmp_path,
         policy=name,
         deadline_seconds=DEADLINE,
         changeover_seconds=CHANGEOVER,
         cycle_seconds=TICK,
         reclaim_overhead_seconds=LOSS,
-        planned_rows_per_s=10 / WORK,  # real_book's segments hold 10 rows
+        planned_rows_per_s=10 / WORK,  # the live loop's segments hold 10 rows
     )
-    launches, steps = LaunchPass(book, driver_for(make_policy(name))), list[Step]()
+    steps = list[Step]()
     for now in RECLAIMS_AT:
-        book.clock = CloudClock(scale=1.0, origin=time.time() - now)  # the script's time, on the job's clock
-        launches.run()
-        attempts = book.state.attempts("j", "seg-0000")
-        if book.state.segment("j", "seg-0000").state == SegmentState.FAILED:
+        loop.wall.now = now  # the script's time is the job's clock (its origin is 0)
+        loop.launch()
+        attempts = loop.table.attempts("seg-0000")
+        if loop.table.segment("seg-0000").state == SegmentState.FAILED:
             return [*steps, None]
-        if not attempts or attempts[-1].ended_at is not None:
+        if not attempts or not attempts[-1].is_open:
             steps.append(None)  # it waits
             continue
         steps.append(attempts[-1].market)
         if attempts[-1].market != "spot":
             return steps
-        book.state.set_running("j", "seg-0000", reason="first heartbeat")
-        book.state.set_lost("j", "seg-0000", reason="reclaimed")
-        book.end("seg-0000", "interrupted", None)
-        book.state.set_interrupted("j", "seg-0000", reason="interrupted: resuming")
+        reclaim(loop, "seg-0000")
     return steps
 
 

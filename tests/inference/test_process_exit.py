@@ -66,4 +66,4 @@ def test_the_command_line_exits_with_its_code_and_says_its_line() -> None:
         text=True,
         timeout=60,
     )
-    assert (refused.returncode, refused.stderr) == (2, "error: --rows 0: a job has at least one row\n")
+    assert (refused.returncode, refused.stderr) == (2, "error: --rows 0: a whole number of at least 1\n")

@@ -14,7 +14,7 @@ Usage::
 
     pools = CapacityPools({"us-east-1a": "subnet-1", "us-east-1b": "subnet-2"},
                           instance_types=["c7i.xlarge", "m7i.xlarge"], price=lambda market, kind: ...)
-    for pool in pools.order("seg-0003", "spot"):      # Pool(instance_type, zone, subnet)
+    for pool in pools.order("seg-0003", "spot"):      # CapacityPool(instance_type, zone, subnet)
         ...
     pools.avoid("spot", "m7i.xlarge", "us-east-1b")   # refused: last for three minutes
 """
@@ -29,7 +29,7 @@ from typing import NamedTuple
 REFUSAL_MEMORY_SECONDS = 180.0  # Karpenter's unavailable-offerings cache: 3 minutes
 
 
-class Pool(NamedTuple):
+class CapacityPool(NamedTuple):
     instance_type: str  # "" the launch template's own
     zone: str  # "" the default subnet (a stack without subnets)
     subnet: str
@@ -83,7 +83,7 @@ class CapacityPools:
         now = self.clock()
         return sorted(rotated, key=lambda pair: self._refused(market, instance_type, pair[0], now))
 
-    def order(self, segment_id: str, market: str) -> list[Pool]:
+    def order(self, segment_id: str, market: str) -> list[CapacityPool]:
         """Every pool for a launch of `market`: the ones not refused recently first, cheapest first (the
         zone's price, else the type's), ties in the job's order of types, then in the segment's rotation
         of zones."""
@@ -95,7 +95,7 @@ class CapacityPools:
                 refused = self._refused(market, kind, zone, now)
                 own = self.zone_price(market, kind, zone) if self.zone_price is not None else None
                 key = (refused, price if own is None else own, rank, position)
-                ranked.append((key, Pool(kind, zone, subnet)))
+                ranked.append((key, CapacityPool(kind, zone, subnet)))
         return [pool for _, pool in sorted(ranked)]
 
     def _refused(self, market: str, instance_type: str, zone: str, now: float) -> bool:

@@ -46,7 +46,7 @@ from coordinator.job.aws.capacity_pools import CapacityPools, Placement
 from coordinator.job.aws.error_codes import error_code, raise_for_setup
 from coordinator.job.aws.instances import GONE_STATES, InstanceInfo, alive_ids, list_instances
 from coordinator.job.aws.teardown_probe import prove_teardown
-from coordinator.job.core.worker_contract import LaunchRequest, tags_for
+from coordinator.job.core import LaunchRequest, tags_for
 
 log = logging.getLogger("coordinator.job.aws.fleet")
 

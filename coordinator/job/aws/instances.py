@@ -18,14 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from coordinator.job.core.worker_contract import (
-    PROJECT,
-    PROJECT_TAG,
-    TAG_ATTEMPT,
-    TAG_JOB,
-    TAG_MARKET,
-    TAG_SEGMENT,
-)
+from coordinator.job.core import PROJECT, PROJECT_TAG, TAG_ATTEMPT, TAG_JOB, TAG_MARKET, TAG_SEGMENT
 
 ALIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
 GONE_STATES = frozenset({"shutting-down", "terminated"})

@@ -29,7 +29,7 @@ from botocore.exceptions import ClientError
 
 from coordinator.job.aws.error_codes import raise_for_setup
 from coordinator.job.aws.instances import alive_ids, list_instances, wait_terminated
-from coordinator.job.core.spec import SHUTDOWN_WAIT_SECONDS
+from coordinator.job.core import SHUTDOWN_WAIT_SECONDS
 from coordinator.stack.iam_documents import PolicyShape, as_written, render, worker_trust_policy
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.permissions import arns_for, worker_job_policy

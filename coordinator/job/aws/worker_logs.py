@@ -10,7 +10,7 @@ that the reason a machine died is in front of whoever reads the run, not only in
 Usage::
 
     tail = WorkerLogTail(logs_client, "/spotbatch/spotbatch/workers", job_id="job-1")
-    controller.book.on_end(tail.attempt_ended)    # called with (attempt, end_reason)
+    controller.on_attempt_end(tail.attempt_ended)    # called with (attempt, end_reason)
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from coordinator.job.loop.monitor import ActiveAttempt
+from coordinator.job.core import AttemptRow
 
 LINES = 8
 QUIET_ENDS = frozenset({"done", "interrupted", "switched"})  # the worker did what it should
 log = logging.getLogger("coordinator.job.aws.worker_logs")
 
 
-def stream_of(job_id: str, attempt: ActiveAttempt) -> str:
+def stream_of(job_id: str, attempt: AttemptRow) -> str:
     return f"{job_id}/{attempt.segment_id}/{attempt.instance_id}"
 
 
@@ -45,7 +45,7 @@ class WorkerLogTail:
             return []
         return [str(event["message"]).rstrip() for event in events]
 
-    def attempt_ended(self, attempt: ActiveAttempt, end_reason: str) -> None:
+    def attempt_ended(self, attempt: AttemptRow, end_reason: str) -> None:
         if end_reason in QUIET_ENDS:
             return
         worker = stream_of(self.job_id, attempt)

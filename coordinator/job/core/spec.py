@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from coordinator.cost.job_quotes import JobQuotes
+from coordinator.cost.pricing import PriceTable
 from coordinator.job.core.worker_contract import WorkerTuning
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
 
@@ -99,3 +101,15 @@ def plan_segments(num_rows: int, count: int, input_uri: str) -> list[Segment]:
         segments.append(Segment(segment_name(index), start, stop, input_uri))
         start = stop
     return segments
+
+
+def quotes_for(spec: JobSpec, table: PriceTable | None = None) -> JobQuotes:
+    """The table's quote of each market for each of the job's instance types."""
+    table = table or PriceTable.load()
+    markets = ("spot", "on-demand")
+    pools = {
+        (m, kind): table.quote(spec.provider, spec.region, kind, m)
+        for kind in spec.pool_types
+        for m in markets
+    }
+    return JobQuotes(pools, spec.pool_types[0])

@@ -4,14 +4,9 @@ transitions.
 Each transition is named after its target state (`set_running`, `set_interrupted`, ...). It updates the
 segment only if it is in one of the allowed prior states (`UPDATE ... WHERE state IN (...)`), checks that
 exactly one row changed, and writes an event with the reason, all in one transaction. A coordinator killed
-at any point and restarted with the same job id re-reads this file and carries on from what it says.
-
-Segment states (ARCHITECTURE.md):
-
-    PENDING -> LAUNCHING -> RUNNING -> DONE
-                 |            |-> DRAINING (notice) -> INTERRUPTED -> LAUNCHING (policy picks market)
-                 |            |-> LOST (no heartbeat / instance gone) -> INTERRUPTED
-                 |-> FAILED_LAUNCH (capacity, budget) -> policy decides: LAUNCHING again, or FAILED
+at any point and restarted with the same job id re-reads this file and carries on from what it says. The
+moves allowed are `segment_states.ALLOWED_FROM`; in the live loop only the segment table and the launcher
+make them (`tests/test_architecture.py` holds that).
 
 Usage::
 
@@ -158,7 +153,13 @@ class CoordinatorState:
         return segment_row(row)
 
     def _transition(
-        self, job_id: str, segment_id: str, target: SegmentState, reason: str, market: str | None = None
+        self,
+        job_id: str,
+        segment_id: str,
+        target: SegmentState,
+        reason: str,
+        market: str | None = None,
+        failure: str = "",
     ) -> None:
         allowed = ALLOWED_FROM[target]
         placeholders = ", ".join("?" for _ in allowed)
@@ -170,9 +171,10 @@ class CoordinatorState:
                 raise SpotbatchError(f"job {job_id!r} has no segment {segment_id!r}")
             launching = 1 if target == S.LAUNCHING else 0
             changed = db.execute(
-                f"UPDATE segments SET state = ?, market = COALESCE(?, market), attempts = attempts + ?, "
-                f"updated_at = ? WHERE job_id = ? AND segment_id = ? AND state IN ({placeholders})",
-                (target, market, launching, time.time(), job_id, segment_id, *sorted(allowed)),
+                "UPDATE segments SET state = ?, market = COALESCE(?, market), attempts = attempts + ?, "
+                "updated_at = ?, failure = ? "
+                f"WHERE job_id = ? AND segment_id = ? AND state IN ({placeholders})",
+                (target, market, launching, time.time(), failure, job_id, segment_id, *sorted(allowed)),
             ).rowcount
             if changed != 1:
                 raise InvalidTransition(
@@ -202,32 +204,46 @@ class CoordinatorState:
     def set_done(self, job_id: str, segment_id: str, *, reason: str) -> None:
         self._transition(job_id, segment_id, S.DONE, reason)
 
-    def set_failed(self, job_id: str, segment_id: str, *, reason: str) -> None:
-        self._transition(job_id, segment_id, S.FAILED, reason)
+    def set_failed(self, job_id: str, segment_id: str, *, reason: str, cause: str = "") -> None:
+        """FAILED for good: the event says `reason`; the segment keeps `cause` (or the reason) as why it
+        failed, for the job's outcome after any restart."""
+        self._transition(job_id, segment_id, S.FAILED, reason, failure=cause or reason)
 
     # -- attempts --------------------------------------------------------------------------------------------
 
     def add_attempt(
         self, attempt_id: str, job_id: str, segment_id: str, *, market: str, instance_type: str
-    ) -> None:
-        """Record an attempt before its launch call: the attempt id is the launch's idempotency token."""
+    ) -> AttemptRow:
+        """Record an attempt before its launch call (the attempt id is the launch's idempotency token); the
+        row, not launched yet."""
         with self._transaction() as db:
             db.execute(
                 "INSERT INTO attempts (attempt_id, job_id, segment_id, market, instance_type) VALUES (?, "
                 "?, ?, ?, ?)",
                 (attempt_id, job_id, segment_id, market, instance_type),
             )
+        return self.attempt(attempt_id)
 
     def attempt_launched(
-        self, attempt_id: str, *, instance_id: str, launched_at: float, instance_type: str
-    ) -> None:
-        """The instance EC2 launched for the attempt, and the type of the pool it landed in."""
+        self, attempt_id: str, *, instance_id: str, launched_at: float, instance_type: str, zone: str = ""
+    ) -> AttemptRow:
+        """The instance EC2 launched for the attempt, and the pool (type, zone) it landed in; the row as
+        it now stands."""
         with self._transaction() as db:
             db.execute(
-                "UPDATE attempts SET instance_id = ?, launched_at = ?, instance_type = ? "
+                "UPDATE attempts SET instance_id = ?, launched_at = ?, instance_type = ?, zone = ? "
                 "WHERE attempt_id = ?",
-                (instance_id, launched_at, instance_type, attempt_id),
+                (instance_id, launched_at, instance_type, zone, attempt_id),
             )
+        return self.attempt(attempt_id)
+
+    def attempt(self, attempt_id: str) -> AttemptRow:
+        row = self._db.execute(
+            f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE attempt_id = ?", (attempt_id,)
+        ).fetchone()
+        if row is None:
+            raise SpotbatchError(f"no attempt {attempt_id!r} in this state file")
+        return AttemptRow(*row)
 
     def attempt_ended(
         self,
@@ -241,7 +257,8 @@ class CoordinatorState:
         billed_seconds: int | None = None,
         cost_usd: float | None = None,
         heartbeat_puts: int = 0,
-    ) -> None:
+    ) -> AttemptRow:
+        """The attempt's end, once; the row as it now stands (`InvalidTransition` if it had ended)."""
         values = (ended_at, end_reason, rows_kept, rows_wasted, rows_per_s, billed_seconds, cost_usd)
         with self._transaction() as db:
             changed = db.execute(
@@ -252,6 +269,7 @@ class CoordinatorState:
             ).rowcount
             if changed != 1:
                 raise InvalidTransition(f"attempt {attempt_id} is unknown or already ended")
+        return self.attempt(attempt_id)
 
     def open_attempts(self, job_id: str) -> list[AttemptRow]:
         """Attempts without an end: after a restart, these instances are adopted or recovered."""

@@ -18,6 +18,8 @@ ADDED_COLUMNS = {  # column -> its definition, for state files made before it ex
     ("attempts", "heartbeat_puts"): "INTEGER NOT NULL DEFAULT 0",
     ("segments", "input_key"): "TEXT NOT NULL DEFAULT ''",
     ("segments", "input_digest"): "TEXT NOT NULL DEFAULT ''",
+    ("segments", "failure"): "TEXT NOT NULL DEFAULT ''",
+    ("attempts", "zone"): "TEXT NOT NULL DEFAULT ''",
 }
 
 SCHEMA = """
@@ -28,6 +30,7 @@ CREATE TABLE IF NOT EXISTS segments (
     job_id TEXT NOT NULL, segment_id TEXT NOT NULL, start INTEGER NOT NULL, stop INTEGER NOT NULL,
     state TEXT NOT NULL, market TEXT, attempts INTEGER NOT NULL DEFAULT 0, updated_at REAL NOT NULL,
     input_key TEXT NOT NULL DEFAULT '', input_digest TEXT NOT NULL DEFAULT '',
+    failure TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (job_id, segment_id)
 );
 CREATE TABLE IF NOT EXISTS attempts (
@@ -35,7 +38,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     instance_type TEXT NOT NULL, instance_id TEXT, launched_at REAL, ended_at REAL, end_reason TEXT,
     rows_kept INTEGER NOT NULL DEFAULT 0, rows_wasted INTEGER NOT NULL DEFAULT 0,
     rows_per_s REAL NOT NULL DEFAULT 0, billed_seconds INTEGER, cost_usd REAL,
-    heartbeat_puts INTEGER NOT NULL DEFAULT 0
+    heartbeat_puts INTEGER NOT NULL DEFAULT 0, zone TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS events (
     event_id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, job_id TEXT NOT NULL, segment_id TEXT,
@@ -62,6 +65,7 @@ class SegmentRow:
     attempts: int
     input_key: str = ""  # its file in the bucket ("": the job's input_key, as state files before it said)
     input_digest: str = ""  # of its input ids (`inference/digest.py`), to prove its output by
+    failure: str = ""  # why it FAILED, for the job's outcome ("" not failed, or a state file before it said)
 
     @property
     def rows(self) -> tuple[int, int]:
@@ -71,8 +75,9 @@ class SegmentRow:
 
 @dataclass(frozen=True, slots=True)
 class AttemptRow:
-    """One attempt as the state file holds it: launched (an instance id and time) and ended (a reason, its
-    rows and cost) once each."""
+    """One attempt as the state file holds it: recorded before its launch call, launched (an instance id, a
+    cloud time, its pool) and ended (a reason, its rows and cost) once each. The live loop watches these
+    rows; what it saw of one last is a `loop.monitor.AttemptView`."""
 
     attempt_id: str
     job_id: str
@@ -89,16 +94,30 @@ class AttemptRow:
     billed_seconds: int | None
     cost_usd: float | None
     heartbeat_puts: int
+    zone: str = ""  # its pool's zone ("" unknown: launched before zones were recorded)
+
+    @property
+    def budget_label(self) -> str:
+        """The budget guard's label of the attempt: its reservation and its actual share it."""
+        return budget_label(self.attempt_id, self.market)
+
+    @property
+    def is_open(self) -> bool:
+        """Not ended yet: its instance (if it has one) may still bill."""
+        return self.ended_at is None
+
+
+def budget_label(attempt_id: str, market: str) -> str:
+    """`<attempt id> <market>`: how the spend log names an attempt (a restart parses it back)."""
+    return f"{attempt_id} {market}"
 
 
 def segment_row(row: tuple[Any, ...]) -> SegmentRow:
-    job_id, segment_id, start, stop, state, market, attempts, input_key, input_digest = row
-    return SegmentRow(
-        job_id, segment_id, start, stop, SegmentState(state), market, attempts, input_key, input_digest
-    )
+    job_id, segment_id, start, stop, state, *rest = row
+    return SegmentRow(job_id, segment_id, start, stop, SegmentState(state), *rest)
 
 
-SEGMENT_COLUMNS = "job_id, segment_id, start, stop, state, market, attempts, input_key, input_digest"
+SEGMENT_COLUMNS = ", ".join(f.name for f in fields(SegmentRow))
 
 
 ATTEMPT_COLUMNS = ", ".join(f.name for f in fields(AttemptRow))

@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from coordinator.errors import DataError
-from coordinator.job.core.spec import Segment, plan_segments, segment_name
+from coordinator.job.core import Segment, plan_segments, segment_name
 from inference.digest import add_digests, as_text, id_hashes
 from inference.storage import ObjectStore
 from inference.store_errors import ObjectNotFound

@@ -10,10 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from coordinator.errors import DataError
-from coordinator.job.core.cloud_clock import CloudClock
-from coordinator.job.core.crash_points import check_crash_setting
-from coordinator.job.core.spec import JobSpec
-from coordinator.job.core.state_file import CoordinatorState
+from coordinator.job.core import CloudClock, CoordinatorState, JobSpec, check_crash_setting
 from coordinator.job.data.input_dataset import cut_segments, input_digests, list_input
 from inference.s3_store import S3Store
 

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from coordinator.errors import MergeError
-from coordinator.job.core.tables import SegmentRow
+from coordinator.job.core import SegmentRow
 from coordinator.job.data.result_files import ResultFiles
 from inference.checkpoint import read_segment_table
 from inference.dataset import overlapping_row_groups

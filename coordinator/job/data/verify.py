@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coordinator.errors import MergeError
-from coordinator.job.core.tables import SegmentRow
+from coordinator.job.core import SegmentRow
 from inference.checkpoint import PART_COLUMNS, load_checkpoint
 from inference.digest import add_digests, as_text, from_text
 from inference.errors import CheckpointError

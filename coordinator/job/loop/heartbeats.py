@@ -24,7 +24,7 @@ from typing import Any, get_args
 from botocore.exceptions import BotoCoreError, ClientError
 
 from coordinator.errors import ThrottledError
-from coordinator.job.aws.error_codes import raise_for_setup
+from coordinator.job.aws import raise_for_setup
 from coordinator.untrusted import UntrustedInput, load_json
 from inference.heartbeat import Heartbeat, HeartbeatState
 from inference.layout import heartbeat_key

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from coordinator.job.aws.instances import InstanceInfo
+from coordinator.job.aws import InstanceInfo
 
 # A lost state-change event leaves a gone instance unseen until its heartbeat goes quiet (`quiet_seconds`,
 # then it is described), or this long at most for an instance no heartbeat vouches for: five minutes are 60
@@ -44,13 +44,13 @@ SMALL_JOB = 100
 
 
 class Watched(Protocol):
-    """An attempt as the monitor has it (`monitor.ActiveAttempt`)."""
+    """An attempt as the monitor has it (`core.tables.AttemptRow`; one without an instance is passed over)."""
 
     @property
     def attempt_id(self) -> str: ...
 
     @property
-    def instance_id(self) -> str: ...
+    def instance_id(self) -> str | None: ...
 
 
 class Describes(Protocol):
@@ -105,8 +105,11 @@ class InstanceWatch:
             | {
                 a.instance_id
                 for a in attempts
-                if a.instance_id not in self.known
-                or now - heartbeat_ts.get(a.attempt_id, float("-inf")) > self.quiet_seconds
+                if a.instance_id is not None
+                and (
+                    a.instance_id not in self.known
+                    or now - heartbeat_ts.get(a.attempt_id, float("-inf")) > self.quiet_seconds
+                )
             }
         )
         if unproven:

@@ -19,12 +19,12 @@ attempt's last words. A heartbeat is untrusted input (any worker of the job may 
 parse is no beat (`heartbeats.parse_heartbeat`), and a `done` beat counts only when the segment's checkpoint
 proves it (done by this attempt, every row of the segment's range, every part it lists present);
 otherwise it is ignored, and the attempt goes stale as a silent one would. Times are wall-clock seconds
-(heartbeat timestamps are the worker's clock).
+(heartbeat timestamps are the worker's clock; an attempt's launch is read back from its cloud time).
 
 Usage::
 
-    monitor = Monitor(store, fleet, job_id, heartbeat_timeout=20, boot_timeout=600)
-    for view in monitor.observe(active, now=time.time()):
+    monitor = Monitor(store, fleet, job_id, clock=clock, heartbeat_timeout=20, boot_timeout=600)
+    for view in monitor.observe(attempts, now=time.time()):      # the state file's rows of open attempts
         view.verdict, view.reason, view.heartbeat
 """
 
@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from coordinator.job.aws.fleet import Fleet
-from coordinator.job.aws.instances import GONE_STATES
+from coordinator.job.aws import GONE_STATES, Fleet
+from coordinator.job.core import AttemptRow, CloudClock
 from coordinator.job.loop.heartbeats import HeartbeatReader
 from coordinator.job.loop.instance_watch import InstanceWatch
 from inference.checkpoint import Checkpoint, load_checkpoint
@@ -53,17 +53,10 @@ Verdict = Literal["booting", "running", "draining", "done", "failed", "lost"]
 
 
 @dataclass(frozen=True, slots=True)
-class ActiveAttempt:
-    segment_id: str
-    attempt_id: str
-    instance_id: str
-    market: str
-    launched_wall: float  # wall-clock time of the launch call
-
-
-@dataclass(frozen=True, slots=True)
 class AttemptView:
-    attempt: ActiveAttempt
+    """What the monitor saw of one open attempt this cycle."""
+
+    attempt: AttemptRow
     verdict: Verdict
     reason: str
     instance_state: str | None  # None: EC2 does not list it
@@ -72,26 +65,28 @@ class AttemptView:
 
 
 def judge(
-    attempt: ActiveAttempt,
+    attempt: AttemptRow,
     heartbeat: Heartbeat | None,
     instance_state: str | None,
     *,
+    launched_wall: float,
     now: float,
     heartbeat_timeout: float,
     boot_timeout: float,
     state_reason: str = "",
 ) -> tuple[Verdict, str]:
-    """The rules of the module docstring, as one pure function."""
+    """The rules of the module docstring, as one pure function (`launched_wall`: the attempt's launch as a
+    wall-clock time)."""
     if heartbeat is not None and heartbeat.state == "done":
         return "done", f"heartbeat done ({heartbeat.rows_done}/{heartbeat.rows_total} rows)"
     if heartbeat is not None and heartbeat.state == "failed":
         return "failed", f"worker failed: {heartbeat.message}"
     if heartbeat is not None and heartbeat.state == "draining":
         return "draining", f"heartbeat draining ({heartbeat.message or 'stop requested'})"
-    if instance_state is None and heartbeat is None and now - attempt.launched_wall < LISTING_LAG_SECONDS:
+    if instance_state is None and heartbeat is None and now - launched_wall < LISTING_LAG_SECONDS:
         return (
             "booting",
-            f"{attempt.instance_id} not listed by EC2 yet (launched {now - attempt.launched_wall:.1f} s ago)",
+            f"{attempt.instance_id} not listed by EC2 yet (launched {now - launched_wall:.1f} s ago)",
         )
     if instance_state is None or instance_state in GONE_STATES:
         why = f" ({state_reason})" if state_reason else ""
@@ -101,7 +96,7 @@ def judge(
         if age > heartbeat_timeout:
             return "lost", f"no heartbeat for {age:.1f} s (timeout {heartbeat_timeout:g} s)"
         return "running", "heartbeat fresh"
-    waited = now - attempt.launched_wall
+    waited = now - launched_wall
     if waited > boot_timeout:
         return "lost", f"no heartbeat {waited:.1f} s after launch (boot timeout {boot_timeout:g} s)"
     return "booting", f"waiting for the first heartbeat ({waited:.1f} s)"
@@ -114,6 +109,7 @@ class Monitor:
         fleet: Fleet,
         job_id: str,
         *,
+        clock: CloudClock,
         heartbeat_timeout: float,
         boot_timeout: float,
         full_look_seconds: float | None = None,
@@ -124,6 +120,7 @@ class Monitor:
         checkpoint must cover (None: the checkpoint's own)."""
         self.segment_range = segment_range
         self.store = store
+        self.clock = clock
         self.heartbeats = HeartbeatReader(store)
         self.fleet = fleet
         self.job_id = job_id
@@ -140,8 +137,9 @@ class Monitor:
     def forget(self, attempt_id: str) -> None:
         self._latest.pop(attempt_id, None)
 
-    def observe(self, active: Iterable[ActiveAttempt], *, now: float) -> list[AttemptView]:
-        attempts = list(active)
+    def observe(self, open_attempts: Iterable[AttemptRow], *, now: float) -> list[AttemptView]:
+        """A view of each launched attempt (one without an instance yet is not watched)."""
+        attempts = [a for a in open_attempts if a.instance_id is not None and a.launched_at is not None]
         if not attempts:
             return []
         beats = self.heartbeats.changed(a.segment_id for a in attempts)
@@ -156,12 +154,14 @@ class Monitor:
         views = []
         for attempt in attempts:
             heartbeat = self._latest.get(attempt.attempt_id)
-            info = instances.get(attempt.instance_id)
+            info = instances.get(attempt.instance_id or "")
             state, state_reason = (info.state, info.state_reason) if info else (None, "")
+            assert attempt.launched_at is not None  # watched because it was launched
             verdict, reason = judge(
                 attempt,
                 heartbeat,
                 state,
+                launched_wall=self.clock.wall_at(attempt.launched_at),
                 now=now,
                 heartbeat_timeout=self.heartbeat_timeout,
                 boot_timeout=self.boot_timeout,
@@ -218,7 +218,7 @@ def unproven_done(
 #
 # Usage::
 #
-#     book.end(segment, lost_end_reason(view), view)        # "interrupted", "crashed" or "lost"
+#     book.end(attempt, lost_end_reason(view), view)        # "interrupted", "crashed" or "lost"
 
 SPOT_TERMINATION = "Server.SpotInstanceTermination"
 INSTANCE_SHUTDOWN = "Client.InstanceInitiatedShutdown"

@@ -7,8 +7,8 @@ rows/s, cost, and the `SLOWEST` active segments (lowest rows/s, then least done)
 
 Usage::
 
-    rows = statuses(book)                     # SegmentStatus per segment: state, market, rows, cost so far
-    status_log = StatusLog(book, every=30.0)  # one log line per active instance every 30 cloud seconds
+    rows = statuses(table, monitor, quotes, clock)    # SegmentStatus per segment: state, rows, cost so far
+    status_log = StatusLog(table, monitor, quotes, clock, every=30.0)   # a line per instance every 30 cloud s
     status_log.cycle(on_cycle)                # each cycle: the lines when due, the rows to the live table
     with run_log(run_dir): ...                # the coordinator's lines also in <run_dir>/coordinator.log
     summarize(rows).line()                    # "1000 segments: DONE 412, RUNNING 580, ...; rows ..."
@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coordinator.cost.billing import cost_usd
-from coordinator.job.core.segment_states import SegmentState
-from coordinator.job.loop.attempt_book import AttemptBook
+from coordinator.cost.job_quotes import JobQuotes
+from coordinator.job.core import CloudClock, SegmentState
+from coordinator.job.loop.monitor import Monitor
+from coordinator.job.loop.segment_table import SegmentTable
 
 log = logging.getLogger("coordinator")
 
@@ -45,19 +47,21 @@ class SegmentStatus:
     cost_usd: float
 
 
-def statuses(book: AttemptBook) -> list[SegmentStatus]:
+def statuses(
+    table: SegmentTable, monitor: Monitor, quotes: JobQuotes, clock: CloudClock
+) -> list[SegmentStatus]:
     costs: dict[str, float] = {}
-    for a in book.state.attempts(book.job_id):
+    for a in table.attempts():
         costs[a.segment_id] = costs.get(a.segment_id, 0.0) + (a.cost_usd or 0.0)
-    now = book.clock.now()
+    now = clock.now()
     rows = []
-    for row in book.state.segments(book.job_id):
-        tracked = book.active.get(row.segment_id)
-        beat = book.monitor.latest_heartbeat(tracked.active.attempt_id) if tracked else None
+    for row in table.segments():
+        attempt = table.active(row.segment_id)
+        beat = monitor.latest_heartbeat(attempt.attempt_id) if attempt else None
         running_cost = 0.0
-        if tracked:
-            quote = book.quotes.of(tracked.active.market, tracked.instance_type)
-            running_cost = cost_usd(quote.rate_usd_per_hour, max(0.0, now - tracked.launched_cloud))
+        if attempt and attempt.launched_at is not None:
+            quote = quotes.of(attempt.market, attempt.instance_type)
+            running_cost = cost_usd(quote.rate_usd_per_hour, max(0.0, now - attempt.launched_at))
         done_rows = (
             row.stop - row.start if row.state == SegmentState.DONE else (beat.rows_done if beat else 0)
         )
@@ -68,7 +72,7 @@ def statuses(book: AttemptBook) -> list[SegmentStatus]:
                 row.market or "",
                 done_rows,
                 row.stop - row.start,
-                book.clock_rate(beat.rows_per_s) if beat else 0.0,
+                clock.per_cloud_second(beat.rows_per_s) if beat else 0.0,
                 row.attempts,
                 costs.get(row.segment_id, 0.0) + running_cost,
             )
@@ -128,19 +132,21 @@ def summarize(statuses: Sequence[SegmentStatus], slowest: int = SLOWEST) -> JobS
 class StatusLog:
     """A status line per active instance every `every` cloud seconds."""
 
-    def __init__(self, book: AttemptBook, every: float) -> None:
-        self.book = book
+    def __init__(
+        self, table: SegmentTable, monitor: Monitor, quotes: JobQuotes, clock: CloudClock, *, every: float
+    ) -> None:
+        self._table, self._monitor, self._quotes, self._clock = table, monitor, quotes, clock
         self.every = every
         self.next_at = 0.0
 
     def due(self) -> bool:
-        return self.book.clock.now() >= self.next_at
+        return self._clock.now() >= self.next_at
 
     def cycle(self, on_cycle: Callable[[list[SegmentStatus]], None] | None) -> None:
         """Once a cycle: the lines when they are due, and the rows to `on_cycle` (the live table)."""
         if not self.due() and on_cycle is None:
             return
-        rows = statuses(self.book)
+        rows = statuses(self._table, self._monitor, self._quotes, self._clock)
         if self.due():
             self.write(rows)
         if on_cycle is not None:
@@ -148,23 +154,22 @@ class StatusLog:
 
     def write(self, rows: list[SegmentStatus]) -> None:
         """A line per active instance; above `SUMMARY_ABOVE` segments, the job's summary and the slowest."""
-        clock = self.book.clock
-        now = clock.now()
+        now = self._clock.now()
         self.next_at = now + self.every
-        elapsed = clock_text(now - clock.origin)
+        elapsed = clock_text(now - self._clock.origin)
         if len(rows) > SUMMARY_ABOVE:
             summary = summarize(rows)
             log.info("status t=%s %s", elapsed, summary.line())
             rows = list(summary.slowest)
         for s in rows:
-            tracked = self.book.active.get(s.segment_id)
-            if tracked is None:
+            attempt = self._table.active(s.segment_id)
+            if attempt is None:
                 continue
             log.info(
                 "status t=%s %s %s %s %s rows %d/%d %.2f rows/s attempts %d cost $%.4f",
                 elapsed,
                 s.segment_id,
-                tracked.active.instance_id,
+                attempt.instance_id,
                 s.market,
                 s.state,
                 s.rows_done,

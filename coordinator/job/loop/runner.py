@@ -34,67 +34,26 @@ from typing import Any
 from coordinator.cost.budget import BudgetGuard
 from coordinator.cost.job_quotes import JobQuotes
 from coordinator.cost.ledger import summarize_job, write_ledger
-from coordinator.cost.pricing import PriceQuote, PriceTable
+from coordinator.cost.pricing import PriceTable
 from coordinator.cost.zone_prices import ZonePrices
-from coordinator.errors import JobInterrupted, StackOutputsError
-from coordinator.job.aws.event_queue import EventQueue, owners_by_tag
-from coordinator.job.aws.fleet import EC2_MAX_ATTEMPTS, Fleet
-from coordinator.job.aws.roles import JobRoles
-from coordinator.job.aws.worker_logs import WorkerLogTail
-from coordinator.job.core.cloud_clock import CloudClock
-from coordinator.job.core.spec import JobSpec
-from coordinator.job.core.state_file import CoordinatorState
-from coordinator.job.data.job_open import open_job
-from coordinator.job.data.merge import MergeReport, merge_results
-from coordinator.job.data.verify import JobManifest, verify_outputs
-from coordinator.job.loop.attempt_records import UsageRecorder
+from coordinator.errors import JobInterrupted
+from coordinator.job.aws import (
+    CloudTarget,
+    EventQueue,
+    Fleet,
+    JobRoles,
+    UsageRecorder,
+    WorkerLogTail,
+    owners_by_tag,
+)
+from coordinator.job.core import CloudClock, CoordinatorState, JobSpec, quotes_for
+from coordinator.job.data import JobManifest, MergeReport, merge_results, open_job, verify_outputs
 from coordinator.job.loop.controller import INTERRUPTED, Controller, JobOutcome
 from coordinator.job.loop.lease import LEASE_NAME, JobLease
 from coordinator.job.loop.progress import SegmentStatus, run_log
 from coordinator.policies.registry import make_policy
-from coordinator.stack.iam_documents import PolicyShape, as_written
-from coordinator.stack.outputs import StackOutputs
-from coordinator.stack.target import AwsTarget
 from inference.layout import job_prefix
 from inference.s3_store import S3Store
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CloudTarget:
-    """A deployed stack (from `terraform output`), the clients of its account, and the account's id;
-    `worker_policy`: the job roles' statements as the target checks them (AWS: as written)."""
-
-    stack: StackOutputs
-    target: AwsTarget
-    ec2: Any
-    s3: Any
-    iam: Any
-    cloudwatch: Any
-    logs: Any
-    account: str
-    worker_policy: PolicyShape = as_written
-
-    @property
-    def bucket(self) -> str:
-        return self.stack.bucket
-
-    @classmethod
-    def connect(cls, target: AwsTarget, stack: StackOutputs, *, ec2: Any | None = None) -> CloudTarget:
-        """Clients in the stack's region, each with botocore's adaptive retries (EC2's: `EC2_MAX_ATTEMPTS`;
-        the fleet vetoes retries of capacity errors and counts the rest)."""
-        if stack.region != target.region:
-            raise StackOutputsError(f"the stack is in {stack.region}, but the target is {target.describe}")
-        account = str(target.client("sts").get_caller_identity()["Account"])
-        return cls(
-            stack=stack,
-            target=target,
-            ec2=ec2 or target.client("ec2", max_attempts=EC2_MAX_ATTEMPTS),
-            s3=target.client("s3"),
-            iam=target.client("iam"),
-            cloudwatch=target.client("cloudwatch"),
-            logs=target.client("logs"),
-            account=account,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,18 +63,6 @@ class RunResult:
     ledger_path: Path | None
     run_dir: Path
     manifest: JobManifest | None = None  # the verified output in S3 (None: the job did not finish)
-
-
-def quotes_for(spec: JobSpec, table: PriceTable | None = None) -> JobQuotes:
-    """The table's quote of each market for each of the job's instance types."""
-    table = table or PriceTable.load()
-    markets = ("spot", "on-demand")
-    pools = {
-        (m, kind): table.quote(spec.provider, spec.region, kind, m)
-        for kind in spec.pool_types
-        for m in markets
-    }
-    return JobQuotes(pools, spec.pool_types[0])
 
 
 def _deadline_record(spec: JobSpec, outcome: JobOutcome, clock: CloudClock) -> dict[str, Any]:
@@ -137,9 +84,9 @@ def run_job(
     run_dir: Path,
     extra: dict[str, Any] | None = None,
     on_cycle: Callable[[list[SegmentStatus]], None] | None = None,
-    quotes: dict[str, PriceQuote] | None = None,
+    quotes: JobQuotes | None = None,
 ) -> RunResult:
-    """`quotes`: a `JobQuotes` of every type of the job, or one type's by market (the table's otherwise)."""
+    """`quotes`: every market's quote for each of the job's types (the price table's when None)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     state = CoordinatorState(run_dir / "state.db")
     roles = JobRoles(cloud.iam, cloud.stack, account=cloud.account, shape=cloud.worker_policy)
@@ -147,14 +94,15 @@ def run_job(
         bucket_store = S3Store(cloud.bucket, "", client=cloud.s3)
         clock = open_job(state, spec, bucket_store, clock)
         job_store = S3Store(cloud.bucket, job_prefix(spec.job_id), client=cloud.s3)
-        quotes = JobQuotes.single(quotes, spec.instance_type) if quotes else quotes_for(spec)
-        usage = UsageRecorder(cloud.cloudwatch, cloud.stack.metrics_namespace, run_dir / "usage.jsonl")
+        quotes = quotes or quotes_for(spec)
+        usage = UsageRecorder(
+            cloud.cloudwatch, cloud.stack.metrics_namespace, run_dir / "usage.jsonl", clock=clock
+        )
         with run_log(run_dir), _lease(cloud, spec, run_dir) as lease:  # JobLeaseHeld: another coordinator
-            role = roles.ensure(spec.job_id)
             controller = Controller(
                 spec=spec,
                 state=state,
-                fleet=_fleet(cloud, role.instance_profile_arn, clock, spec, quotes),
+                fleet=_fleet(cloud, roles.ensure(spec.job_id).instance_profile_arn, clock, spec, quotes),
                 store=job_store,
                 policy=make_policy(spec.policy, **spec.policy_options),
                 guard=guard,
@@ -164,16 +112,7 @@ def run_job(
                 events=_event_queue(cloud, spec.job_id) if spec.use_events else None,
                 lease=lease,
             )
-            tail = WorkerLogTail(cloud.logs, cloud.stack.log_group, job_id=spec.job_id)
-            controller.book.on_end(usage.attempt_ended)
-            controller.book.on_end(tail.attempt_ended)
-            try:
-                outcome = controller.run()
-            except JobInterrupted as cut:  # stopped cleanly: the cut job's records are written, then it ends
-                outcome = cut.outcome  # type: ignore[assignment]
-            finally:  # the job's instances are confirmed gone (or a kill left them to their lifetime)
-                _delete_role(roles, spec, cloud.ec2)
-            outcome = _with_log_reasons(outcome, tail)
+            outcome = _drive(controller, cloud, spec, roles, usage)
         manifest, merge = (
             _verify(state, spec, job_store, bucket_store, run_dir)
             if outcome.succeeded and not outcome.stopped
@@ -187,6 +126,23 @@ def run_job(
         return RunResult(outcome, merge, ledger_path, run_dir, manifest)
     finally:
         state.close()
+
+
+def _drive(
+    controller: Controller, cloud: CloudTarget, spec: JobSpec, roles: JobRoles, usage: UsageRecorder
+) -> JobOutcome:
+    """The controller run to its end (a clean stop's outcome kept), each ended attempt's usage read and a
+    failed one's log tail shown, and the job's role deleted once its instances are gone."""
+    tail = WorkerLogTail(cloud.logs, cloud.stack.log_group, job_id=spec.job_id)
+    controller.on_attempt_end(usage.attempt_ended)
+    controller.on_attempt_end(tail.attempt_ended)
+    try:
+        outcome = controller.run()
+    except JobInterrupted as cut:  # stopped cleanly: the cut job's records are written, then it ends
+        outcome = cut.outcome  # type: ignore[assignment]
+    finally:  # the job's instances are confirmed gone (or a kill left them to their lifetime)
+        _delete_role(roles, spec, cloud.ec2)
+    return _with_log_reasons(outcome, tail)
 
 
 def _verify(

@@ -1,6 +1,6 @@
 """The ceiling against what running attempts really cost, not only what their launches were estimated at.
 
-A launch reserves its estimate with the budget guard (`attempts.py`). A slow host, a stalled worker that
+A launch reserves its estimate with the budget guard (`launcher.py`). A slow host, a stalled worker that
 still beats, a boot that takes longer: an attempt can run past its estimate, and the actual spend then passes
 the ceiling though every reservation fitted (measured: $0.0821 spent under a $0.07 ceiling). Each cycle this
 watch prices every running attempt as if it were stopped now: its billing rule from its launch to now plus
@@ -10,13 +10,14 @@ guard refuses growth that would pass the ceiling, and the attempt is then stoppe
 drains to its checkpoint), so its bill ends within what the guard held. The segment's next launch asks the
 guard too, and fails with the figures when nothing is left.
 
-A grown reservation is held under the attempt's label; when the attempt ends, its actual settles the first
-and the growth is settled at nothing (a restart's `reconcile.settle_reservations` does the same for what a
-kill left).
+A grown reservation is held under the attempt's label: the guard's spend log is the one record of what is
+held for each attempt (this watch keeps none of its own). When the attempt ends, its actual settles the
+first and the growth is settled at nothing (`AttemptBook.settle`; a restart's
+`reconcile.settle_reservations` does the same for what a kill left).
 
 Usage::
 
-    watch = SpendWatch(book, lead_seconds=clock.cloud(2 * spec.cycle_seconds))   # hooked to the book's ends
+    watch = SpendWatch(table, guard, quotes, clock, lead_seconds=clock.cloud(2 * spec.cycle_seconds))
     watch.check()                                   # each cycle, before launches
 """
 
@@ -25,69 +26,58 @@ from __future__ import annotations
 import logging
 
 from coordinator.cost.billing import billed_seconds, cost_usd
+from coordinator.cost.budget import BudgetGuard
+from coordinator.cost.job_quotes import JobQuotes
 from coordinator.errors import BudgetGuardExceeded
-from coordinator.job.loop.attempt_book import AttemptBook, attempt_label
-from coordinator.job.loop.monitor import ActiveAttempt
+from coordinator.job.core import CloudClock
+from coordinator.job.loop.segment_table import SegmentTable
 
 GROWTH = 0.25  # a reservation grows by at least this share of what it holds: few log lines per attempt
 log = logging.getLogger("coordinator.budget")
 
 
 class SpendWatch:
-    def __init__(self, book: AttemptBook, *, lead_seconds: float) -> None:
-        self.book, self.lead = book, lead_seconds
-        self.held: dict[str, float] = {}  # label -> what the guard holds for it (all its reservations)
-        self.grown: dict[str, int] = {}  # label -> reservations added to its launch's
-        self.stopped: set[str] = set()  # labels refused more: their instance was told to stop
-        book.on_end(self.attempt_ended)
+    def __init__(
+        self,
+        table: SegmentTable,
+        guard: BudgetGuard,
+        quotes: JobQuotes,
+        clock: CloudClock,
+        *,
+        lead_seconds: float,
+    ) -> None:
+        self._table, self._guard, self._quotes, self._clock = table, guard, quotes, clock
+        self.lead = lead_seconds
 
     def check(self) -> None:
-        book = self.book
-        running = {t.budget_label: (segment, t) for segment, t in book.active.items()}
-        unknown = [label for label in running if label not in self.held]
-        if unknown:  # launched or adopted since the last look: what the guard holds for it
-            reservations = book.guard.state().reservations
-            for label in unknown:
-                found = reservations.get(label, [])
-                self.held[label] = sum(r.estimate for r in found)
-                self.grown[label] = max(0, len(found) - 1)
-        now = book.clock.now()
-        for label, (segment, tracked) in running.items():
-            if label in self.stopped:
-                continue
-            quote = book.quotes.of(tracked.active.market, tracked.instance_type)
-            seconds = billed_seconds(quote.billing, tracked.launched_cloud, now + self.lead)
+        running = [a for a in self._table.active_attempts() if not self._table.budget_stopped(a)]
+        if not running:
+            return
+        reservations = self._guard.state().reservations
+        now = self._clock.now()
+        for attempt in running:
+            assert attempt.launched_at is not None  # active: launched
+            label = attempt.budget_label
+            quote = self._quotes.of(attempt.market, attempt.instance_type)
+            seconds = billed_seconds(quote.billing, attempt.launched_at, now + self.lead)
             due = cost_usd(quote.rate_usd_per_hour, seconds)
-            held = self.held[label]
+            held = sum(r.estimate for r in reservations.get(label, []))
             if due <= held:
                 continue
             more = max(due - held, GROWTH * held)
             try:
-                book.guard.authorize(label, more)
+                self._guard.authorize(label, more)
             except BudgetGuardExceeded as refusal:
-                self.stopped.add(label)
-                book.fleet.terminate([tracked.active.instance_id])
-                log.error(
-                    "%s: stopping %s: it has cost $%.4f, the guard holds $%.4f for it and will not hold "
-                    "$%.4f more: %s",
-                    segment,
-                    tracked.active.instance_id,
-                    due,
-                    held,
-                    more,
-                    refusal,
+                self._table.stop_for_budget(
+                    attempt.segment_id,
+                    f"it has cost ${due:.4f}, the guard holds ${held:.4f} for it and will not hold "
+                    f"${more:.4f} more: {refusal}",
                 )
                 continue
-            self.held[label] = held + more
-            self.grown[label] = self.grown.get(label, 0) + 1
             log.info(
-                "%s: %s has cost $%.4f; the guard now holds $%.4f for it", segment, label, due, held + more
+                "%s: %s has cost $%.4f; the guard now holds $%.4f for it",
+                attempt.segment_id,
+                label,
+                due,
+                held + more,
             )
-
-    def attempt_ended(self, attempt: ActiveAttempt, end_reason: str) -> None:
-        """Its actual settled the launch's reservation; the growth is settled at nothing."""
-        label = attempt_label(attempt.attempt_id, attempt.market)
-        for _ in range(self.grown.pop(label, 0)):
-            self.book.guard.record_actual(label, 0.0)
-        self.held.pop(label, None)
-        self.stopped.discard(label)

@@ -45,7 +45,7 @@ def test_the_plan_of_a_file_over_the_whole_price_table(tmp_path: Path) -> None:
         (["--rows", "10", "--deadline-minutes", "-5"], "--deadline-minutes -5"),
         (["--rows", "10", "--regions", "mars-north-1"], "mars-north-1: no prices for that region"),
         (["--input", "/nonexistent.parquet"], "--input /nonexistent.parquet: not a readable Parquet file"),
-        (["--rows", "10", "--segment-minutes", "0"], "--segment-minutes 0: more than 0"),
+        (["--rows", "10", "--segment-minutes", "0"], "--segment-minutes 0: a finite number above 0"),
     ],
 )
 def test_bad_input_is_one_line_naming_it(args: list[str], names: str) -> None:

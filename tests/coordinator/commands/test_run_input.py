@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.cli import build_parser
-from coordinator.commands.run import positive_int
+from coordinator.commands.options import positive_int
 from coordinator.commands.run_setup import input_of
 from coordinator.errors import ConfigError
-from coordinator.job.loop.runner import CloudTarget
+from coordinator.job.aws.cloud_target import CloudTarget
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.target import AwsTarget
 

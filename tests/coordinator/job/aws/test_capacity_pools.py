@@ -3,7 +3,7 @@ until the refusal is forgotten."""
 
 from __future__ import annotations
 
-from coordinator.job.aws.capacity_pools import CapacityPools, Pool
+from coordinator.job.aws.capacity_pools import CapacityPool, CapacityPools
 
 SUBNETS = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b"}
 PRICES = {("spot", "c7i.xlarge"): 0.07, ("spot", "m7i.xlarge"): 0.05, ("on-demand", "c7i.xlarge"): 0.18}
@@ -17,8 +17,8 @@ def test_the_cheapest_type_is_tried_first_in_every_zone_then_the_next() -> None:
     pools = CapacityPools(SUBNETS, instance_types=["c7i.xlarge", "m7i.xlarge"], price=price)
     zones = [zone for zone, _ in pools.zones_for("seg-0003")]
     order = pools.order("seg-0003", "spot")
-    assert order == [Pool("m7i.xlarge", z, SUBNETS[z]) for z in zones] + [
-        Pool("c7i.xlarge", z, SUBNETS[z]) for z in zones
+    assert order == [CapacityPool("m7i.xlarge", z, SUBNETS[z]) for z in zones] + [
+        CapacityPool("c7i.xlarge", z, SUBNETS[z]) for z in zones
     ]
     assert pools.order("seg-0003", "on-demand")[0].instance_type == "c7i.xlarge"  # per market
 
@@ -41,7 +41,7 @@ def test_without_types_the_pools_are_the_templates_type_in_each_zone() -> None:
     assert {p.instance_type for p in pools.order("seg-0000", "spot")} == {""}
     pools.avoid("spot", "c7i.xlarge", "us-east-1a")  # a described instance's type: the template's pools
     assert pools.order("seg-0000", "spot")[-1].zone == "us-east-1a"
-    assert CapacityPools({}).order("seg-0000", "spot") == [Pool("", "", "")]  # the default subnet
+    assert CapacityPools({}).order("seg-0000", "spot") == [CapacityPool("", "", "")]  # the default subnet
 
 
 def test_a_zones_own_price_orders_the_pools_across_types_and_ties_keep_the_rotation() -> None:

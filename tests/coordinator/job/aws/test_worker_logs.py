@@ -12,7 +12,8 @@ import boto3
 import pytest
 
 from coordinator.job.aws.worker_logs import WorkerLogTail
-from coordinator.job.loop.monitor import ActiveAttempt
+from coordinator.job.core.tables import AttemptRow
+from tests.coordinator.job.rows import launched_attempt
 
 GROUP = "/spotbatch/t/workers"
 
@@ -34,8 +35,8 @@ def stream(logs: Any, name: str, lines: list[str]) -> None:
     logs.put_log_events(logGroupName=GROUP, logStreamName=name, logEvents=events)
 
 
-def attempt(instance: str = "i-0abc") -> ActiveAttempt:
-    return ActiveAttempt("seg-0001", "job-1/seg-0001/1", instance, "spot", 0.0)
+def attempt(instance: str = "i-0abc") -> AttemptRow:
+    return launched_attempt("seg-0001", instance_id=instance, job_id="job-1")
 
 
 def test_a_boot_that_failed_before_the_worker_is_explained_from_the_boot_stream(

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from coordinator.job.aws.instances import InstanceInfo
+from coordinator.job.core.tables import AttemptRow
 from coordinator.job.loop.instance_watch import InstanceWatch
-from coordinator.job.loop.monitor import ActiveAttempt
+from tests.coordinator.job.rows import launched_attempt
 
 
 class CountingFleet:
@@ -27,8 +28,8 @@ class CountingFleet:
         return {i: InstanceInfo(i, self.states[i], {}) for i in instance_ids if i in self.states}
 
 
-def attempt(n: int) -> ActiveAttempt:
-    return ActiveAttempt(f"seg-{n}", f"job/seg-{n}/1", f"i-{n}", "spot", launched_wall=0.0)
+def attempt(n: int) -> AttemptRow:
+    return launched_attempt(f"seg-{n}", instance_id=f"i-{n}", job_id="job")
 
 
 ATTEMPTS = [attempt(n) for n in range(4)]
@@ -37,7 +38,7 @@ FRESH = {a.attempt_id: 100.0 for a in ATTEMPTS}  # every attempt beat at t=100
 
 @pytest.fixture
 def fleet() -> CountingFleet:
-    return CountingFleet({a.instance_id: "running" for a in ATTEMPTS})
+    return CountingFleet({f"i-{n}": "running" for n in range(len(ATTEMPTS))})
 
 
 def test_without_events_every_look_lists_the_whole_job(fleet: CountingFleet) -> None:

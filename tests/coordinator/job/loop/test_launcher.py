@@ -4,92 +4,60 @@ refusal of the account raised only once every other answer is recorded."""
 from __future__ import annotations
 
 import threading
-from typing import Any
+from pathlib import Path
 
 import pytest
 
-from coordinator.errors import CapacityError, PermissionDenied
+from coordinator.errors import AwsSetupError, CapacityError, LaunchError, PermissionDenied
 from coordinator.job.aws.capacity_pools import Placement
 from coordinator.job.core.segment_states import SegmentState
-from coordinator.job.core.tables import SegmentRow
 from coordinator.job.core.worker_contract import LaunchRequest
-from coordinator.job.loop.launcher import Outcome, PlannedLaunch, launching_together
+from tests.coordinator.job.loop.live_loop import FakeFleet, live_loop
+
+Answer = Placement | LaunchError | AwsSetupError
 
 
-class FakeFleet:
-    def __init__(self, together: int, answers: dict[str, Outcome]) -> None:
-        self.barrier = threading.Barrier(together, timeout=10)  # broken unless `together` calls overlap
+class TogetherFleet(FakeFleet):
+    """Answers a launch only once `together` calls are in flight (its barrier breaks otherwise)."""
+
+    def __init__(self, together: int, answers: dict[str, Answer]) -> None:
+        super().__init__()
+        self.barrier = threading.Barrier(together, timeout=10)
         self.answers = answers
+        self.calls = 0
 
     def launch_placed(self, request: LaunchRequest, *, repeat: bool = False) -> Placement:
+        self.calls += 1
         self.barrier.wait()
-        answer = self.answers.get(request.segment_id, Placement(f"i-{request.segment_id}", "", ""))
+        answer = self.answers.get(request.segment_id, Placement(f"i-{request.segment_id}", "", "us-east-1a"))
         if isinstance(answer, Exception):
             raise answer
-        assert isinstance(answer, Placement)
         return answer
 
 
-class FakeBook:
-    def __init__(self, fleet: Any) -> None:
-        self.fleet = fleet
-        self.batch: list[PlannedLaunch] | None = None
-        self.settled: list[tuple[str, str]] = []
-
-    def hold_launches(self) -> None:
-        self.batch = []
-
-    def release_launches(self) -> list[PlannedLaunch]:
-        planned, self.batch = self.batch or [], None
-        return planned
-
-    def launch(self, segment: str) -> None:
-        assert self.batch is not None, "inside launching_together a launch is only planned"
-        row = SegmentRow("j", segment, 0, 10, SegmentState.PENDING, None, 0)
-        self.batch.append(PlannedLaunch(row, f"j/{segment}/1", "spot", f"j/{segment}/1 spot"))
-
-    def request(self, planned: PlannedLaunch) -> LaunchRequest:
-        return LaunchRequest(
-            job_id="j",
-            segment_id=planned.row.segment_id,
-            attempt_id=planned.attempt_id,
-            market=planned.market,
-            start=0,
-            stop=10,
-            input_key="data/x",
-        )
-
-    def settle(self, planned: PlannedLaunch, outcome: Outcome) -> None:
-        self.settled.append(
-            (
-                planned.row.segment_id,
-                outcome.instance_id if isinstance(outcome, Placement) else type(outcome).__name__,
-            )
-        )
-        if isinstance(outcome, PermissionDenied):
-            raise outcome
-
-
-def test_the_calls_are_in_flight_together_and_recorded_in_plan_order() -> None:
-    segments = [f"seg-{n}" for n in range(4)]
-    book = FakeBook(FakeFleet(4, {"seg-2": CapacityError("no spot capacity", [])}))
-    with launching_together(book, launchers=4):
-        for segment in segments:
-            book.launch(segment)
-        assert book.settled == []  # nothing called until the pass is over
-    assert book.settled == [
-        ("seg-0", "i-seg-0"),
-        ("seg-1", "i-seg-1"),
-        ("seg-2", "CapacityError"),
-        ("seg-3", "i-seg-3"),
+def test_the_calls_are_in_flight_together_and_recorded_in_plan_order(tmp_path: Path) -> None:
+    fleet = TogetherFleet(4, {"seg-0002": CapacityError("no spot capacity", [])})
+    loop = live_loop(tmp_path, segments=4, policy="spot-only", fleet=fleet)
+    with loop.launcher.together(launchers=4):
+        loop.policy_pass().run()
+        assert fleet.calls == 0  # nothing called until the pass is over
+    assert [(a.segment_id, a.instance_id, a.end_reason) for a in loop.table.attempts()] == [
+        ("seg-0000", "i-seg-0000", None),
+        ("seg-0001", "i-seg-0001", None),
+        ("seg-0002", None, "failed-launch"),
+        ("seg-0003", "i-seg-0003", None),
     ]
-    assert book.batch is None
+    assert loop.table.segment("seg-0002").state == SegmentState.FAILED_LAUNCH
+    assert loop.launcher.backing_off("seg-0002") and not loop.launcher.spot_available()
 
 
-def test_a_refusal_of_the_account_is_raised_after_every_answer_is_recorded() -> None:
+def test_a_refusal_of_the_account_is_raised_after_every_answer_is_recorded(tmp_path: Path) -> None:
     refused = PermissionDenied("ec2:RunInstances denied", "ec2:RunInstances")
-    book = FakeBook(FakeFleet(3, {"seg-0": refused}))
-    with pytest.raises(PermissionDenied), launching_together(book, launchers=3):
-        for n in range(3):
-            book.launch(f"seg-{n}")
-    assert [segment for segment, _ in book.settled] == ["seg-0", "seg-1", "seg-2"]
+    fleet = TogetherFleet(3, {"seg-0000": refused})
+    loop = live_loop(tmp_path, segments=3, policy="spot-only", fleet=fleet)
+    with pytest.raises(PermissionDenied), loop.launcher.together(launchers=3):
+        loop.policy_pass().run()
+    assert [a.instance_id for a in loop.table.attempts()] == [None, "i-seg-0001", "i-seg-0002"]
+    failed = loop.table.segment("seg-0000")
+    assert failed.state == SegmentState.FAILED and "ec2:RunInstances denied" in failed.failure
+    assert [a.segment_id for a in loop.table.active_attempts()] == ["seg-0001", "seg-0002"]  # watched

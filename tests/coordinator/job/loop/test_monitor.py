@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.job.loop.monitor import ActiveAttempt, judge
+from coordinator.job.loop.monitor import judge
 from inference.heartbeat import Heartbeat
+from tests.coordinator.job.rows import launched_attempt
 
-ATTEMPT = ActiveAttempt("seg-0000", "job/seg-0000/1", "i-1", "spot", launched_wall=1_000.0)
+ATTEMPT = launched_attempt("seg-0000", job_id="job")
+LAUNCHED = 1_000.0  # wall
 
 
 def beat(state: str, ts: float, attempt: str = "job/seg-0000/1") -> Heartbeat:
@@ -31,6 +33,8 @@ def beat(state: str, ts: float, attempt: str = "job/seg-0000/1") -> Heartbeat:
     ],
 )
 def test_monitor_rules(heartbeat: Heartbeat | None, instance: str | None, now: float, expected: str) -> None:
-    verdict, reason = judge(ATTEMPT, heartbeat, instance, now=now, heartbeat_timeout=20, boot_timeout=100)
+    verdict, reason = judge(
+        ATTEMPT, heartbeat, instance, launched_wall=LAUNCHED, now=now, heartbeat_timeout=20, boot_timeout=100
+    )
     assert verdict == expected, reason
     assert reason

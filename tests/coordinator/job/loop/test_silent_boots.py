@@ -11,72 +11,64 @@ import pytest
 
 from coordinator.errors import BootFailing
 from coordinator.job.core.segment_states import SegmentState
-from coordinator.job.loop.attempt_book import AttemptBook
-from coordinator.job.loop.monitor import AttemptView
-from coordinator.job.loop.policy_pass import MAX_SILENT_BOOTS_PER_JOB, LaunchPass
+from coordinator.job.loop.monitor import INSTANCE_SHUTDOWN, SPOT_TERMINATION, AttemptView
+from coordinator.job.loop.policy_pass import MAX_SILENT_BOOTS_PER_JOB
 from coordinator.policies.base import MAX_SILENT_BOOTS
-from coordinator.policies.registry import driver_for, make_policy
 from inference.heartbeat import Heartbeat
-from tests.coordinator.job.loop.real_book import real_book
+from tests.coordinator.job.loop.live_loop import LiveLoop, live_loop
 
 
-def _boot_fails(book: AttemptBook, segment: str, end_reason: str = "lost") -> None:
+def _boot_fails(loop: LiveLoop, segment: str, end_reason: str = "lost") -> None:
     """The segment's instance ended without a heartbeat: its boot timeout passed ("lost": the boot script
     never ran, as under a relative --out), or its machine powered off ("crashed": the script failed)."""
-    book.state.set_lost("j", segment, reason="no heartbeat")
-    book.end(segment, end_reason, None)
-    book.state.set_interrupted("j", segment, reason=f"{end_reason}: relaunching")
+    why = INSTANCE_SHUTDOWN if end_reason == "crashed" else ""
+    attempt = loop.attempt(segment)
+    loop.table.lose(AttemptView(attempt, "lost", "no heartbeat", "terminated", None, why))
 
 
-def _worker_ran_and_was_reclaimed(book: AttemptBook, segment: str) -> None:
+def _worker_ran_and_was_reclaimed(loop: LiveLoop, segment: str) -> None:
     """The segment's worker beat, then spot took its instance back."""
-    tracked = book.active[segment].active
+    attempt = loop.attempt(segment)
+    assert attempt.instance_id is not None
     beat = Heartbeat(
-        segment, tracked.instance_id, tracked.market, tracked.attempt_id, 10, rows_done=4, beats=3
+        segment, attempt.instance_id, attempt.market, attempt.attempt_id, 10, rows_done=4, beats=3
     )
-    view = AttemptView(tracked, "lost", "reclaimed", "terminated", beat, "Server.SpotInstanceTermination")
-    book.state.set_running("j", segment, reason="first heartbeat")
-    book.state.set_lost("j", segment, reason="reclaimed")
-    book.end(segment, "interrupted", view)
-    book.state.set_interrupted("j", segment, reason="interrupted: resuming")
+    loop.table.first_beat(AttemptView(attempt, "running", "heartbeat fresh", "running", beat))
+    loop.table.lose(AttemptView(attempt, "lost", "reclaimed", "terminated", beat, SPOT_TERMINATION))
 
 
 @pytest.mark.parametrize("policy", ["on-demand", "hybrid"])
 def test_a_segment_gives_up_after_its_silent_boots_naming_the_boot_log(tmp_path: Path, policy: str) -> None:
-    book = real_book(tmp_path, segments=1, policy=policy)
-    launches = LaunchPass(book, driver_for(make_policy(policy)))
+    loop = live_loop(tmp_path, segments=1, policy=policy)
     for _ in range(MAX_SILENT_BOOTS):
-        launches.run()
-        assert book.state.segment("j", "seg-0000").state == SegmentState.LAUNCHING
-        _boot_fails(book, "seg-0000")
-    launches.run()
-    row = book.state.segment("j", "seg-0000")
+        loop.launch()
+        assert loop.table.segment("seg-0000").state == SegmentState.LAUNCHING
+        _boot_fails(loop, "seg-0000")
+    loop.launch()
+    row = loop.table.segment("seg-0000")
     assert row.state == SegmentState.FAILED and row.attempts == MAX_SILENT_BOOTS  # no fourth launch
-    reason = book.state.events("j")[-1].reason
-    assert "before their worker's first heartbeat" in reason and "/boot" in reason
+    assert "before their worker's first heartbeat" in row.failure and "/boot" in row.failure
 
 
 def test_a_job_whose_workers_never_started_stops_before_launching_more(tmp_path: Path) -> None:
-    book = real_book(tmp_path, segments=MAX_SILENT_BOOTS_PER_JOB, policy="on-demand")
-    launches = LaunchPass(book, driver_for(make_policy("on-demand")))
-    launches.run()
+    loop = live_loop(tmp_path, segments=MAX_SILENT_BOOTS_PER_JOB, policy="on-demand")
+    loop.launch()
     for index in range(MAX_SILENT_BOOTS_PER_JOB):
-        _boot_fails(book, f"seg-{index:04d}", "lost" if index % 2 else "crashed")
-    launched = book.state.attempts("j")
+        _boot_fails(loop, f"seg-{index:04d}", "lost" if index % 2 else "crashed")
+    launched = loop.table.attempts()
     with pytest.raises(
         BootFailing, match=r"no worker of the job has ever started.*stream j/seg-0004/i-\d+/boot"
     ):
-        launches.run()
-    assert book.state.attempts("j") == launched  # not one more launch
+        loop.launch()
+    assert loop.table.attempts() == launched  # not one more launch
 
 
 def test_a_job_one_of_whose_workers_ran_goes_on_segment_by_segment(tmp_path: Path) -> None:
     segments = MAX_SILENT_BOOTS_PER_JOB + 1
-    book = real_book(tmp_path, segments=segments, policy="on-demand")
-    launches = LaunchPass(book, driver_for(make_policy("on-demand")))
-    launches.run()
-    _worker_ran_and_was_reclaimed(book, "seg-0000")  # the image boots: the others' failures are theirs
+    loop = live_loop(tmp_path, segments=segments, policy="on-demand")
+    loop.launch()
+    _worker_ran_and_was_reclaimed(loop, "seg-0000")  # the image boots: the others' failures are theirs
     for index in range(1, segments):
-        _boot_fails(book, f"seg-{index:04d}")
-    launches.run()  # no BootFailing: each failing segment is relaunched until its own cap
-    assert len(book.state.attempts("j")) == 2 * segments
+        _boot_fails(loop, f"seg-{index:04d}")
+    loop.launch()  # no BootFailing: each failing segment is relaunched until its own cap
+    assert len(loop.table.attempts()) == 2 * segments

@@ -5,59 +5,64 @@ under a $0.07 ceiling)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from coordinator.cost.budget import BudgetGuard
-from coordinator.job.core.cloud_clock import CloudClock
-from coordinator.job.loop.attempt_book import AttemptBook
-from coordinator.job.loop.policy_pass import LaunchPass
 from coordinator.job.loop.spend_watch import SpendWatch
-from coordinator.policies.registry import driver_for, make_policy
-from tests.coordinator.job.loop.real_book import fake_fleet, real_book
+from tests.coordinator.job.loop.live_loop import LiveLoop, live_loop
 
 HOUR = 3600.0
 
 
-def _running(tmp_path: Path, ceiling: float) -> tuple[AttemptBook, SpendWatch]:
-    book = real_book(tmp_path, segments=1, policy="on-demand")
-    book.guard = BudgetGuard(ceiling, tmp_path / "tight.jsonl")
-    watch = SpendWatch(book, lead_seconds=10.0)
-    LaunchPass(book, driver_for(make_policy("on-demand"))).run()
-    return book, watch
-
-
-def _later(book: AttemptBook, seconds: float) -> None:
-    """The job's clock, `seconds` on (scale 2 with this origin reads wall time + seconds)."""
-    book.clock = CloudClock(scale=2.0, origin=time.time() - seconds)
+def _running(tmp_path: Path, ceiling: float) -> tuple[LiveLoop, SpendWatch]:
+    loop = live_loop(tmp_path, segments=1, policy="on-demand", ceiling=ceiling)
+    watch = SpendWatch(loop.table, loop.guard, loop.quotes, loop.clock, lead_seconds=10.0)
+    loop.launch()
+    return loop, watch
 
 
 def test_an_attempt_that_outruns_its_estimate_has_its_reservation_grown_first(tmp_path: Path) -> None:
-    book, watch = _running(tmp_path, ceiling=1.0)
-    estimate = book.guard.state().reserved
+    loop, watch = _running(tmp_path, ceiling=1.0)
+    estimate = loop.guard.state().reserved
     watch.check()
-    assert book.guard.state().reserved == pytest.approx(estimate)  # within its estimate: nothing to do
-    _later(book, HOUR)  # an hour on: the 61-s estimate is long spent
+    assert loop.guard.state().reserved == pytest.approx(estimate)  # within its estimate: nothing to do
+    loop.wall.advance(HOUR)  # an hour on: the 61-s estimate is long spent
     watch.check()
-    rate = book.quotes.of("on-demand", "c7i.xlarge").rate_usd_per_hour
-    assert book.guard.state().reserved == pytest.approx(rate * (HOUR + 10) / HOUR, rel=0.01)
-    assert fake_fleet(book).terminated == []
-    book.end("seg-0000", "interrupted", None)
-    assert book.guard.state().reservations == {}  # the actual settled the launch's, the growth at nothing
-    assert book.guard.state().spent == pytest.approx(rate, rel=0.01)
+    rate = loop.quotes.of("on-demand", "c7i.xlarge").rate_usd_per_hour
+    assert loop.guard.state().reserved == pytest.approx(rate * (HOUR + 10) / HOUR, rel=0.01)
+    assert loop.fleet.terminated == []
+    loop.book.end(loop.attempt(), "interrupted", None)
+    assert loop.guard.state().reservations == {}  # the actual settled the launch's, the growth at nothing
+    assert loop.guard.state().spent == pytest.approx(rate, rel=0.01)
 
 
 def test_an_attempt_the_guard_will_hold_no_more_for_is_stopped(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    book, watch = _running(tmp_path, ceiling=0.01)  # the launch's estimate fits, an hour does not
-    _later(book, HOUR)
+    loop, watch = _running(tmp_path, ceiling=0.01)  # the launch's estimate fits, an hour does not
+    loop.wall.advance(HOUR)
     watch.check()
-    instance = book.active["seg-0000"].active.instance_id
-    assert fake_fleet(book).terminated == [[instance]]  # told to stop: its worker drains, its bill ends
+    instance = loop.attempt().instance_id
+    assert loop.fleet.terminated == [[instance]]  # told to stop: its worker drains, its bill ends
     assert "will not hold" in caplog.text and "would pass the ceiling $0.01" in caplog.text
     watch.check()
-    assert fake_fleet(book).terminated == [[instance]]  # once
-    assert book.guard.state().reserved < 0.01
+    assert loop.fleet.terminated == [[instance]]  # once
+    assert loop.guard.state().reserved < 0.01
+
+
+def test_a_restart_between_an_attempts_actual_and_its_growth_settles_the_growth_at_nothing(
+    tmp_path: Path,
+) -> None:
+    """A kill after the actual of a grown attempt and before its growth was settled: the restart settles
+    what is left at $0, not at the attempt's cost again (the spend log said twice the ledger)."""
+    loop, watch = _running(tmp_path, ceiling=1.0)
+    loop.wall.advance(HOUR)
+    watch.check()  # grown: two reservations under one label
+    ended = loop.book.end(loop.attempt(), "interrupted", None)
+    label = ended.budget_label
+    assert ended.cost_usd is not None and loop.guard.state().reservations == {}
+    spent = loop.guard.state().spent
+    loop.guard.authorize(label, 0.05)  # as if the growth had been left open by a kill
+    loop.book.settle(label, ended.cost_usd)
+    assert loop.guard.state().spent == pytest.approx(spent) and loop.guard.state().reservations == {}

@@ -1,5 +1,4 @@
-"""The job's attempts as the ledger records them: every attempt that had an instance, priced, with the
-CPU and memory it used, read back from the CloudWatch metrics its worker published.
+"""The CPU and memory each attempt used, read back from the CloudWatch metrics its worker published.
 
 At the end of each attempt the coordinator asks CloudWatch for the attempt's metrics (`inference/metrics.py`:
 namespace of the stack, dimension `Attempt`) over the attempt's wall-clock window, and appends what it got
@@ -9,9 +8,8 @@ a warning: usage is worth knowing, never worth failing a job.
 
 Usage::
 
-    records = attempt_records(state, spec, quotes)     # [AttemptRecord, ...] in launch order
-    recorder = UsageRecorder(cloudwatch, "spotbatch", run_dir / "usage.jsonl")
-    recorder.attempt_ended(active_attempt)            # AttemptBook calls it
+    recorder = UsageRecorder(cloudwatch, "spotbatch", run_dir / "usage.jsonl", clock=clock)
+    recorder.attempt_ended(attempt)                    # the attempt book calls it with each ended attempt
     records = recorder.fill(records)                   # AttemptRecords with cpu_percent and memory_mb
 """
 
@@ -25,45 +23,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from coordinator.cost.job_quotes import JobQuotes
 from coordinator.cost.ledger import AttemptRecord
-from coordinator.cost.pricing import PriceQuote, PriceTable
-from coordinator.job.core.spec import JobSpec
-from coordinator.job.core.state_file import CoordinatorState
-from coordinator.job.loop.monitor import ActiveAttempt
+from coordinator.job.core import AttemptRow, CloudClock
 
-RECORD_COLUMNS = (  # the state's attempt columns a ledger record carries as they are
-    *("segment_id", "attempt_id", "instance_id", "instance_type", "market", "launched_at", "ended_at"),
-    *("billed_seconds", "cost_usd", "end_reason", "rows_kept", "rows_wasted", "rows_per_s", "heartbeat_puts"),
-)
-
-
-def attempt_records(
-    state: CoordinatorState, spec: JobSpec, quotes: dict[str, PriceQuote]
-) -> list[AttemptRecord]:
-    """Every ended attempt that had an instance (failed launch calls had none and cost nothing)."""
-    records = []
-    table, job_quotes = PriceTable.load(), JobQuotes.single(quotes, spec.instance_type)
-    for a in state.attempts(spec.job_id):
-        if a.instance_id is None or a.ended_at is None:
-            continue
-        quote = job_quotes.of(a.market, a.instance_type)  # its own pool's type
-        records.append(
-            AttemptRecord(
-                job_id=spec.job_id,
-                provider=spec.provider,
-                region=spec.region,
-                gpus=table.gpus(spec.provider, a.instance_type),
-                rate_usd_per_hour=quote.rate_usd_per_hour,
-                price_source=quote.source,
-                billing=quote.billing.name,
-                **{column: getattr(a, column) for column in RECORD_COLUMNS},
-            )
-        )
-    return records
-
-
-log = logging.getLogger("coordinator.job.loop.attempt_records")
+log = logging.getLogger("coordinator.job.aws.attempt_usage")
 WINDOW_MARGIN_SECONDS = 120.0  # around the attempt: clocks differ, and a sample is stamped at its put
 PERIOD_SECONDS = 60  # CloudWatch's standard resolution
 
@@ -110,8 +73,9 @@ def read_usage(
 
 
 class UsageRecorder:
-    def __init__(self, cloudwatch: Any, namespace: str, path: Path) -> None:
-        self.cloudwatch, self.namespace, self.path = cloudwatch, namespace, path
+    def __init__(self, cloudwatch: Any, namespace: str, path: Path, *, clock: CloudClock) -> None:
+        """`clock`: the job's, to read an attempt's launch (a cloud time) as a wall-clock time."""
+        self.cloudwatch, self.namespace, self.path, self.clock = cloudwatch, namespace, path, clock
 
     def _read(self, attempt_id: str, start: float, end: float) -> AttemptUsage | None:
         try:
@@ -120,12 +84,13 @@ class UsageRecorder:
             log.warning("usage of %s not read: %s", attempt_id, error)
             return None
 
-    def attempt_ended(self, attempt: ActiveAttempt, end_reason: str = "") -> None:
+    def attempt_ended(self, attempt: AttemptRow, end_reason: str = "") -> None:
         end = time.time()
-        usage = self._read(attempt.attempt_id, attempt.launched_wall, end)
+        start = self.clock.wall_at(attempt.launched_at) if attempt.launched_at is not None else end
+        usage = self._read(attempt.attempt_id, start, end)
         entry = {
             "attempt_id": attempt.attempt_id,
-            "start": attempt.launched_wall,
+            "start": start,
             "end": end,
             "usage": asdict(usage) if usage else None,
         }

@@ -1,0 +1,34 @@
+"""The job's shape options are declared once (`commands/options.py`): every command that takes `--rows`,
+`--segments` or `--segment-minutes` refuses a count below 1 or minutes not above 0 alike, in one line that
+names the option and the value, before it does anything."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.cli import main
+
+SHAPED = {  # command (with what it needs besides) -> the shape options it takes
+    ("run", "--input-key", "data/x.parquet"): ("--rows", "--segments", "--segment-minutes"),
+    ("simulate",): ("--rows", "--segments"),
+    ("plan",): ("--rows", "--segments", "--segment-minutes"),
+    ("whatif", "--deadline-hours", "10"): ("--rows",),
+    ("burst", "payload"): ("--rows",),
+}
+CASES = [
+    (command, option, value)
+    for command, options in SHAPED.items()
+    for option in options
+    for value in (("0", "-3", "ten") if option != "--segment-minutes" else ("0", "-1", "nan", "inf"))
+]
+
+
+@pytest.mark.parametrize(("command", "option", "value"), CASES)
+def test_a_shape_option_out_of_range_is_one_line_naming_it(
+    command: tuple[str, ...], option: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*command, option, value])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {option} {value}: ") and err.count("\n") == 1, err
