@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from inference.batch_plan import Batch, ChunkGrid
 from inference.checkpoint import encode_part
 from inference.config import WorkerConfig
 from inference.dataset import Chunk
 from inference.digest import id_digest
 from inference.layout import part_key
-from inference.plan import Batch, ChunkGrid
 from inference.storage import ObjectStore
 
 

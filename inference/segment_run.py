@@ -27,6 +27,7 @@ import math
 import time
 from dataclasses import dataclass
 
+from inference.batch_plan import Batch, ChunkGrid
 from inference.checkpoint import (
     Checkpoint,
     load_versioned_checkpoint,
@@ -43,7 +44,6 @@ from inference.heartbeat import HeartbeatWriter
 from inference.host_hook import installed
 from inference.interruption import StopSignal
 from inference.manifest import write_segment_manifest
-from inference.plan import Batch, ChunkGrid
 from inference.storage import ObjectStore, open_store, split_uri
 from inference.store_errors import ConditionFailed
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from coordinator.errors import ReportError
 from coordinator.paths import SIMULATE_POOLS
+from reports.bar_blocks import bar_blocks, pool_label
 from reports.blocks import Block, money
 from reports.charts import draw_all, pick_timeline_run
 from reports.distorted import with_distorted
 from reports.explain import first_principles_blocks, prediction_blocks
-from reports.pools import bar_blocks, pool_label
 from reports.render import to_html, to_markdown
 from reports.runs import RunsFolder, load_runs, pool_folders
 from reports.tables import RELIABILITY_TARGET_PCT, SAVINGS_TARGET_PCT, ConfigRow, conclusions, config_rows

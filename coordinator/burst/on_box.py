@@ -11,8 +11,8 @@ import shlex
 import time
 from collections.abc import Callable
 
+from coordinator.burst.burst_state import BurstPlan, BurstState
 from coordinator.burst.payload import FINGERPRINT_SCRIPT, differences, local_fingerprint, lock_names
-from coordinator.burst.plan import BurstPlan, BurstState
 from coordinator.burst.providers.base import FAILED, GONE, GpuCloud
 from coordinator.burst.remote_box import RemoteBox
 from coordinator.errors import BurstFailed, ParityMismatch

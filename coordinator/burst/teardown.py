@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from coordinator.burst.burst_state import BurstState, StepLog, now_iso
 from coordinator.burst.cost import BurstCost, log_burst_cost
-from coordinator.burst.plan import BurstState, StepLog, now_iso
 from coordinator.burst.providers.base import GONE, GpuCloud
 from coordinator.cost.budget import BudgetGuard
 from coordinator.errors import BurstFailed, ProviderError

@@ -30,12 +30,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
+from coordinator.burst.burst_state import BURST_PREFIX, BurstPlan, BurstState, StepLog, now_iso
 from coordinator.burst.cost import BurstCost
 from coordinator.burst.on_box import work_on_the_box
 from coordinator.burst.payload import (
     BURST_ALLOW,
 )
-from coordinator.burst.plan import BURST_PREFIX, BurstPlan, BurstState, StepLog, now_iso
 from coordinator.burst.providers.base import GONE, GpuCloud
 from coordinator.burst.teardown import teardown
 from coordinator.cost.budget import BudgetGuard

@@ -36,7 +36,7 @@ from coordinator.errors import ConfigError
 from coordinator.paths import build_dir, default_dataset_path, default_model_dir, runs_dir, spend_log_path
 
 if TYPE_CHECKING:
-    from coordinator.burst.plan import BurstPlan
+    from coordinator.burst.burst_state import BurstPlan
     from coordinator.burst.providers.lambda_cloud import LambdaCloud
 
 DEFAULT_TYPE = "gpu_1x_a100_sxm4_80gb"
@@ -111,7 +111,7 @@ def payload_command(args: argparse.Namespace) -> int:
 
 
 def burst_command(args: argparse.Namespace) -> int:
-    from coordinator.burst.plan import BURST_PREFIX
+    from coordinator.burst.burst_state import BURST_PREFIX
     from coordinator.burst.workflow import run_burst
     from coordinator.cost.ledger import default_tracking_uri
     from coordinator.errors import BurstFailed
@@ -150,7 +150,7 @@ def burst_command(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace, name: str, run_dir: Path) -> BurstPlan:
     """The plan from the flags, priced from the table (the run reads the provider's price of the day)."""
-    from coordinator.burst.plan import BurstPlan
+    from coordinator.burst.burst_state import BurstPlan
     from coordinator.cost.pricing import PriceTable
     from coordinator.errors import PriceError
     from coordinator.preflight.checks import parse_overrides

@@ -129,7 +129,7 @@ def apply_real_command(args: argparse.Namespace) -> int:
     from coordinator.stack.deployment import Deployment, saved_region
 
     if args.plan is not None:  # the plan's cheapest pool: its region and type, where no flag says
-        from coordinator.commands.run_plan import first_pool
+        from coordinator.commands.plan_file import first_pool
 
         region, kind = first_pool(args.plan)
         args.region, args.instance_type = args.region or region, args.instance_type or kind

@@ -28,7 +28,7 @@ from coordinator.commands.options import (
     add_target_options,
     budget_guard,
 )
-from coordinator.commands.run_plan import DEFAULT_PLANNED_ROWS_PER_S
+from coordinator.commands.plan_file import DEFAULT_PLANNED_ROWS_PER_S
 from coordinator.errors import BudgetConfigError, ConfigError, RunStorageError
 from coordinator.job.core import (
     BOOT_TIMEOUT_SECONDS,
@@ -171,7 +171,7 @@ def run_command(args: argparse.Namespace) -> int:
             f"--job-id {job_id!r}: 1-48 letters, digits, '.', '_' or '-', starting alphanumeric"
         )
     if args.plan is not None:
-        from coordinator.commands.run_plan import apply_plan
+        from coordinator.commands.plan_file import apply_plan
 
         apply_plan(args, stack.region, rows)
     spec = _spec(args, job_id, key, rows, stack)

@@ -20,8 +20,8 @@ from coordinator.cost.pricing import PriceTable, estimate_job_cost
 from coordinator.errors import ConfigError
 from coordinator.job.aws import CloudTarget
 from coordinator.job.core import JobSpec, quotes_for
-from coordinator.sim.emulator_iam import for_emulator
 from coordinator.stack.defaults import require_worker_type
+from coordinator.stack.emulator_policy import for_emulator
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.target import AwsTarget
 

@@ -1,11 +1,11 @@
 """The plan: every pool that can run the job priced per policy, ranked, against the fair baseline.
 
-For each pool (`pools.py`): the job sized for the pool's type (`sizing.py`), every policy priced in closed
-form (`estimate.py`), the pool ranked by its cheapest policy. The best `top` pools and the pinned default
-(us-east-1 c7i.xlarge at the median of its zones, what `make simulate` runs) are then priced with the
+For each pool (`candidates.py`): the job sized for the pool's type (`sizing.py`), every policy priced in
+closed form (`estimate.py`), the pool ranked by its cheapest policy. The best `top` pools and the pinned
+default (us-east-1 c7i.xlarge at the median of its zones, what `make simulate` runs) are then priced with the
 matrix model: mean, 90% range, job time, deadlines met. The baseline savings are counted against is the
-cheapest on-demand way to run the job over the regions considered (its own type's speed, its own sizing,
-its transfer), not the same region's on-demand.
+cheapest on-demand way to run the job over the regions considered (its own type's speed, its own sizing, its
+transfer), not the same region's on-demand.
 
 Usage::
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from coordinator.cost.pricing import PriceTable
 from coordinator.errors import ConfigError
+from coordinator.plan.candidates import OnDemandPool, Pool, candidate_pools
 from coordinator.plan.estimate import Estimate, Setup, closed_form, sampled
-from coordinator.plan.pools import OnDemandPool, Pool, candidate_pools
 from coordinator.plan.sizing import Sizing, size_job
 from coordinator.plan.throughput import Throughputs
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE

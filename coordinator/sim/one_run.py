@@ -28,7 +28,6 @@ from coordinator.errors import SimulationError
 from coordinator.job.aws import EC2_MAX_ATTEMPTS, CloudTarget
 from coordinator.job.core import TAG_ATTEMPT, TAG_MARKET, CloudClock, JobSpec, WorkerTuning
 from coordinator.job.loop import RunResult, SegmentStatus, run_job
-from coordinator.sim.emulator_iam import for_emulator
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.fault_proxy import FaultProxy, FaultRule
 from coordinator.sim.forced import chain, forced_interrupter
@@ -46,6 +45,7 @@ from coordinator.sim.settings import (
     SimulatedRun,
     SimulationSettings,
 )
+from coordinator.stack.emulator_policy import for_emulator
 from coordinator.stack.target import AwsTarget
 from coordinator.whatif.traces import AvailabilityTrace
 

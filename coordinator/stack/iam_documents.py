@@ -3,7 +3,7 @@
 `Statement` is one Allow with its actions, each paired with why it is there; `StackArns` names what a
 deployed stack's policies point at. `render` makes the JSON document AWS takes, `explain` the Markdown
 table a reader checks it against; a `PolicyShape` gives the statements as a target checks them (AWS: as
-written; moto's is the simulator's, `coordinator/sim/emulator_iam.py`). The project's policies are in
+written; moto's is the simulator's, `coordinator/stack/emulator_policy.py`). The project's policies are in
 `permissions.py`.
 
 Usage::

@@ -13,7 +13,7 @@ Applying the stack (`make apply-real`) creates a VPC, a bucket, a repository, a 
 that needs an administrator of the account, not this policy.
 
 The statements, `render` and `explain` are in `iam_documents.py` (the same policy as moto checks it:
-`coordinator/sim/emulator_iam.py`); the files of docs/aws/ in `policy_docs.py`.
+`coordinator/stack/emulator_policy.py`); the files of docs/aws/ in `policy_docs.py`.
 
 Usage::
 

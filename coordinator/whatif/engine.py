@@ -36,10 +36,10 @@ from collections.abc import Sequence
 
 from coordinator.errors import WhatIfError
 from coordinator.policies.registry import Policy, driver_for
-from coordinator.whatif.drivers import TraceSegment
 from coordinator.whatif.job import Outcome, WhatIfJob
 from coordinator.whatif.rebalance import recommended, replace_early
 from coordinator.whatif.segment import Segment
+from coordinator.whatif.trace_segment import TraceSegment
 from coordinator.whatif.zones import ZoneSet
 
 Availability = Sequence[bool] | ZoneSet  # one zone, or several

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from coordinator.cost.pricing import Market
-from coordinator.whatif.drivers import TraceSegment
 from coordinator.whatif.job import MIN_BILLED_SECONDS
 from coordinator.whatif.segment import Segment
+from coordinator.whatif.trace_segment import TraceSegment
 from coordinator.whatif.zones import ZoneSet
 
 

@@ -13,9 +13,9 @@ from coordinator.cost.pricing import Market
 from coordinator.job.core.segment_states import SegmentState
 from coordinator.job.loop.monitor import SPOT_TERMINATION, AttemptView
 from coordinator.policies.registry import driver_for, make_policy
-from coordinator.whatif.drivers import TraceSegment
 from coordinator.whatif.job import WhatIfJob
 from coordinator.whatif.segment import Segment
+from coordinator.whatif.trace_segment import TraceSegment
 from tests.coordinator.job.loop.live_loop import LiveLoop, live_loop
 
 SEGMENTS = 4

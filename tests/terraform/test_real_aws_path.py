@@ -30,8 +30,8 @@ import pytest
 from coordinator.build.container_engine import Engine
 from coordinator.job.aws.instances import list_instances
 from coordinator.sim.emulator import set_iam_enforcement
-from coordinator.sim.emulator_iam import for_emulator
 from coordinator.sim.emulator_stack import Infrastructure
+from coordinator.stack.emulator_policy import for_emulator
 from coordinator.stack.iam_documents import Statement, render
 from coordinator.stack.outputs import StackOutputs, read_outputs
 from coordinator.stack.permissions import arns_for, coordinator_policy

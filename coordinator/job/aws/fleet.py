@@ -10,7 +10,7 @@ capacity in a zone, a price too low) is tried in the next pool, and raised as `C
 for the policy when every pool said no; a missing permission (`iam:PassRole` included) or a used-up quota
 is `PermissionDenied` / `QuotaExceeded`, which stops the job; anything else is a `LaunchError` that must
 not be retried (a bad template). Each launch carries the job's instance profile and is tried in the job's
-capacity pools, (instance type, zone), in the order of `pools.py` (cheapest first, refused ones last).
+capacity pools, (instance type, zone), cheapest first and refused ones last (`capacity_pools.py`).
 The launch's `ClientToken` is derived from the attempt id and the pool, so a retried or repeated launch
 of the same attempt (a coordinator restarted mid-call) returns the same instance instead of a second one.
 The job's first instance is launched alone and dry-run-terminated before any other launch: the proof
@@ -118,7 +118,7 @@ class Fleet:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`versions`: market -> the template version to launch (the one the pre-flight checked; EC2's
-        default without); the job's capacity pools (`pools.py`) from `subnets` to `clock`."""
+        default without); the job's capacity pools (`capacity_pools.py`) from `subnets` to `clock`."""
         self.ec2, self.templates, self.versions = ec2, templates, versions or {}
         self.pools = CapacityPools(
             subnets or {}, instance_types=instance_types, price=price, zone_price=zone_price, clock=clock

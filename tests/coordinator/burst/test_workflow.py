@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from coordinator.burst.burst_state import BurstPlan, BurstState
 from coordinator.burst.payload import build_payload
-from coordinator.burst.plan import BurstPlan, BurstState
 from coordinator.burst.providers.lambda_cloud import LambdaCloud
 from coordinator.burst.workflow import run_burst
 from coordinator.cost.budget import BudgetGuard

@@ -22,7 +22,6 @@ from coordinator.job.aws.instances import list_instances
 from coordinator.job.aws.roles import JobRoles
 from coordinator.job.core.cloud_clock import CloudClock
 from coordinator.job.core.worker_contract import LaunchRequest, tags_for
-from coordinator.sim.emulator_iam import for_emulator
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.instance_runtime import InstanceRuntime
 from coordinator.sim.machine import MachineImage, SimulatedInstance
@@ -30,6 +29,7 @@ from coordinator.sim.matrix import upload_dataset
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.settings import DATASET_KEY
 from coordinator.stack.defaults import DEFAULT_MAX_LIFETIME_SECONDS
+from coordinator.stack.emulator_policy import for_emulator
 
 pytestmark = pytest.mark.slow
 SCALE = 7_200.0

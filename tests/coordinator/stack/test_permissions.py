@@ -9,7 +9,7 @@ from pathlib import Path
 
 from coordinator.cli import main
 from coordinator.paths import REPO_ROOT
-from coordinator.sim.emulator_iam import for_emulator
+from coordinator.stack.emulator_policy import for_emulator
 from coordinator.stack.iam_documents import actions_of, render
 from coordinator.stack.permissions import coordinator_policy, worker_job_policy
 from coordinator.stack.policy_docs import docs_files, placeholder_arns

@@ -11,8 +11,8 @@ import pytest
 
 from coordinator.cli import build_parser
 from coordinator.commands.plan import to_json
+from coordinator.commands.plan_file import apply_plan, first_pool, read_plan
 from coordinator.commands.run import DEFAULT_SEGMENTS
-from coordinator.commands.run_plan import apply_plan, first_pool, read_plan
 from coordinator.errors import ConfigError
 from coordinator.plan.planner import Job, make_plan
 from tests.coordinator.plan.test_planner import EXACT_BOOT, FIGURES, TABLE

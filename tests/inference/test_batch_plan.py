@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference.plan import plan_batches
+from inference.batch_plan import plan_batches
 
 
 def test_plan_sorts_by_length_inside_chunks_and_covers_every_row_once() -> None:

@@ -1,4 +1,5 @@
-"""Simulator only: the IAM statements as moto can check them.
+"""The IAM statements as an emulator (moto) can check them: the policy shape of an emulator target (the
+simulator, and `spotbatch run --endpoint` against a moto server), never of AWS.
 
 moto matches resource ARNs only for S3 (every other service's request is checked against "*"), names
 CloudWatch's actions `monitoring:*`, and fills in no request value for some condition keys: `for_emulator`
