@@ -1,7 +1,8 @@
 """Every error spotbatch raises on purpose, and the exit code it ends a command with.
 
 The command line (`coordinator/cli.py`) is the one place that maps them: it prints one line and exits with
-the error's `exit_code`. Anything else that escapes is a bug: exit 1 with its traceback.
+the error's `exit_code`. Anything else that escapes is a bug: exit 1 with its traceback. This module is
+longer than 300 lines on purpose: the whole tree in one place (ARCHITECTURE.md), a short class per error.
 
     SpotbatchError                          2  the base
     ├── DoNotRetry                          2  the same call fails the same way again: fix the input or setup
@@ -16,6 +17,7 @@ the error's `exit_code`. Anything else that escapes is a bug: exit 1 with its tr
     │   │   ├── PayloadError                   a burst payload
     │   │   ├── BurstCostError                 a burst's times or rates
     │   │   └── StackOutputsError              saved stack outputs without what a run needs
+    │   ├── UntrustedInput (ValueError)        a document from a worker or a user that is not what it says
     │   ├── JobLeaseHeld                    2  another coordinator runs the job (named)
     │   ├── BudgetGuardExceeded             3  the budget guard refused: a decision, not a failure
     │   ├── PreflightFailed                 4  a pre-flight check failed and was not overridden
@@ -49,6 +51,13 @@ the error's `exit_code`. Anything else that escapes is a bug: exit 1 with its tr
     ├── SimulationError                     1  a run of the matrix did not finish cleanly
     └── BurstFailed                         1  a burst step failed after launch (the box is gone)
         └── ParityMismatch                     the box's software differs from this machine's
+
+    KeyboardInterrupt
+    └── JobInterrupted                    130  Ctrl-C or SIGTERM stopped a job cleanly, with its cut outcome
+
+`JobInterrupted` is the one class outside `SpotbatchError`, on purpose: it is the user's stop, and must pass
+every `except Exception` on its way out as Ctrl-C does (`tests/test_architecture.py` holds that every other
+exception class of the coordinator is in this tree, and every one of the worker in its own).
 
 The worker (`python -m inference.worker`) is a program of its own and imports nothing from here; its errors
 (`inference/errors.py`) use the same exit codes, plus `EXIT_SUPERSEDED` for an attempt a newer one replaced.
@@ -282,6 +291,16 @@ class JobInterrupted(KeyboardInterrupt):
     def __init__(self, outcome: object) -> None:
         super().__init__("interrupted")
         self.outcome = outcome
+
+
+class UntrustedInput(DoNotRetry, ValueError):
+    """A document that is not the JSON it should be (`coordinator/untrusted.py`): whoever may write it (a
+    worker, a user, anything sending to the events queue) is not believed; the message names it. A
+    ValueError too, as a parser's refusal."""
+
+
+class StandinError(SpotbatchError):
+    """A simulated machine's stand-in (its `docker`) refused or failed a call; it says so as Docker would."""
 
 
 class JobLeaseHeld(DoNotRetry):

@@ -19,12 +19,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from coordinator.errors import UntrustedInput
+
 MAX_BYTES = 256 * 1024  # an SQS message's largest; a heartbeat is a few hundred bytes
 MAX_DEPTH = 16  # a heartbeat is flat; an EC2 event nests three deep
-
-
-class UntrustedInput(ValueError):
-    """A document that is not the JSON it should be; the message names it."""
 
 
 def load_json(data: bytes | str, *, what: str, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:

@@ -4,7 +4,9 @@
     ├── InputDataError          2  the segment's data: names the object, the column and the row
     ├── ModelLoadError          2  a model that cannot be found or loaded
     ├── CheckpointError         2  a checkpoint that does not belong to this segment or is corrupt
-    └── Superseded              6  a later attempt of the segment claimed its checkpoint: stop, write nothing
+    ├── Superseded              6  a later attempt of the segment claimed its checkpoint: stop, write nothing
+    ├── ObjectNotFound (KeyError)  an object store has no such key (`store_errors.py`)
+    └── ConditionFailed            an object store refused a conditional write (`store_errors.py`)
 
 The worker is a program of its own: it imports nothing from the coordinator, whose errors
 (`coordinator/errors.py`) share this table of exit codes. They are mapped only at the edge

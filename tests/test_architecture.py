@@ -19,6 +19,7 @@ arrow between two rooms.
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 from collections import defaultdict
 from pathlib import Path
@@ -122,6 +123,34 @@ def test_the_simulator_is_imported_only_by_commands_itself_benchmarks_and_tests(
         if not name.startswith(allowed)
     }
     assert {k: v for k, v in leaks.items() if v} == {}
+
+
+# what `spotbatch run`, `fetch`, `status` and `make apply-real` run on a user's machine against AWS
+REAL_PATH = (
+    "coordinator.commands.run",
+    "coordinator.commands.fetch",
+    "coordinator.commands.status",
+    "coordinator.commands.infra_real",
+    "coordinator.job",
+)
+
+
+def reachable(edges: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for target in edges.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_the_real_path_imports_nothing_of_the_simulator() -> None:
+    """A real run may talk to an emulator (`--endpoint`), but never through the simulator's code."""
+    edges = graph(modules())
+    starts = [name for name in edges if name.startswith(REAL_PATH)]
+    leaks = {s: sorted(t for t in reachable(edges, s) if t.startswith("coordinator.sim")) for s in starts}
+    assert {s: t for s, t in leaks.items() if t} == {}
 
 
 def test_the_worker_imports_nothing_from_the_coordinator() -> None:
@@ -278,3 +307,29 @@ def test_the_formatter_owns_the_layout() -> None:
         if marker in path.read_text(encoding="utf-8")
     ]
     assert skipped == []
+
+
+def test_every_exception_is_in_its_packages_tree() -> None:
+    """The coordinator's errors are `coordinator/errors.py`'s tree under SpotbatchError (JobInterrupted, the
+    user's stop, is a KeyboardInterrupt on purpose); the worker's are under WorkerError."""
+    import coordinator.errors as errors
+    import inference.errors as worker_errors
+    import inference.store_errors as store_errors
+
+    builtin = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+    roots = [  # classes whose every base is one of Python's exceptions: a tree's root
+        f"{name}.{node.name}"
+        for name, path in modules().items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.bases and {ast.unparse(b) for b in node.bases} <= builtin
+    ]
+    roots.remove("coordinator.errors.JobInterrupted")
+    assert sorted(roots) == ["coordinator.errors.SpotbatchError", "inference.errors.WorkerError"]
+    coordinator_classes = [
+        c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, Exception)
+    ]
+    assert all(issubclass(c, errors.SpotbatchError) for c in coordinator_classes)
+    assert issubclass(errors.JobInterrupted, KeyboardInterrupt)
+    for module in (worker_errors, store_errors):
+        found = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, BaseException)]
+        assert all(issubclass(c, worker_errors.WorkerError) for c in found), found

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coordinator.errors import ConfigError
-from coordinator.untrusted import UntrustedInput, load_json
+from coordinator.errors import ConfigError, UntrustedInput
+from coordinator.untrusted import load_json
 from inference.config import DEFAULT_CHECKPOINT_EVERY
 
 MAX_PLAN_BYTES = 4 << 20

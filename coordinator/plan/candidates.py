@@ -29,7 +29,7 @@ PROVIDER = "aws"
 
 
 @dataclass(frozen=True, slots=True)
-class Pool:
+class CandidatePool:
     region: str
     zone_id: str
     instance_type: str
@@ -64,7 +64,7 @@ class OnDemandPool:
 
 @dataclass(slots=True)
 class Candidates:
-    pools: list[Pool] = field(default_factory=list)
+    pools: list[CandidatePool] = field(default_factory=list)
     on_demand: list[OnDemandPool] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # what -> why
 
@@ -107,7 +107,7 @@ def candidate_pools(
         if fallback is None:
             found.skipped[f"{row.region} {row.instance_type}"] = "no on-demand price there to fall back on"
             continue
-        found.pools.append(Pool(row.region, row.zone_id, row.instance_type, row, fallback, figure))
+        found.pools.append(CandidatePool(row.region, row.zone_id, row.instance_type, row, fallback, figure))
     if local:
         found.skipped[f"{local} Local/Wavelength Zone pools"] = "need opting in to the zone: --local-zones"
     _missing_filters(found, rows, regions, types)

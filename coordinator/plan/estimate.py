@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from coordinator.cost.billing import EC2_LINUX, billed_seconds, cost_usd
 from coordinator.job.core import CYCLE_SECONDS, RECLAIM_OVERHEAD_SECONDS
-from coordinator.plan.candidates import Pool
+from coordinator.plan.candidates import CandidatePool
 from coordinator.plan.sizing import Sizing
 from coordinator.whatif.boot_model import BootModel
 from coordinator.whatif.first_principles import fallback_savings, relaunch_billed_seconds
@@ -37,7 +37,7 @@ HYBRID_SPOT_SHARE = 0.9  # the hybrid policy's default share of segments started
 
 @dataclass(frozen=True, slots=True)
 class Setup:
-    pool: Pool
+    pool: CandidatePool
     sizing: Sizing
     rows: int
     boot: BootModel

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from coordinator.cost.pricing import PriceTable
 from coordinator.errors import ConfigError
-from coordinator.plan.candidates import OnDemandPool, Pool, candidate_pools
+from coordinator.plan.candidates import CandidatePool, OnDemandPool, candidate_pools
 from coordinator.plan.estimate import Estimate, Setup, closed_form, sampled
 from coordinator.plan.sizing import Sizing, size_job
 from coordinator.plan.throughput import Throughputs
@@ -69,7 +69,7 @@ class Ranked:
     sampled: dict[str, Estimate] = field(default_factory=dict)
 
     @property
-    def pool(self) -> Pool:
+    def pool(self) -> CandidatePool:
         return self.setup.pool
 
     @property
@@ -92,7 +92,7 @@ class Plan:
     skipped: dict[str, str]
 
 
-def _setup(job: Job, pool: Pool, lam: float) -> Setup:
+def _setup(job: Job, pool: CandidatePool, lam: float) -> Setup:
     boot = job.boot.mean("spot")
     sizing = size_job(
         rows=job.rows,
@@ -118,14 +118,14 @@ def _setup(job: Job, pool: Pool, lam: float) -> Setup:
     )
 
 
-def _ranked(job: Job, pool: Pool, lam: float) -> Ranked:
+def _ranked(job: Job, pool: CandidatePool, lam: float) -> Ranked:
     """The pool with the job sized for it, every policy priced in closed form."""
     setup = _setup(job, pool, lam)
     return Ranked(setup, {p: closed_form(setup, p) for p in job.policies})
 
 
 def _on_demand_usd(job: Job, pool: OnDemandPool, lam: float) -> float:
-    as_pool = Pool(pool.region, "", pool.instance_type, pool.price, pool.price, pool.throughput)
+    as_pool = CandidatePool(pool.region, "", pool.instance_type, pool.price, pool.price, pool.throughput)
     return closed_form(_setup(job, as_pool, lam), "on-demand")
 
 
@@ -168,7 +168,9 @@ def _sampled(job: Job, ranked: Ranked, samples: int) -> Ranked:
     return Ranked(ranked.setup, ranked.closed, estimates)
 
 
-def median_pool(table: PriceTable, figures: Throughputs, region: str, instance_type: str) -> Pool | None:
+def median_pool(
+    table: PriceTable, figures: Throughputs, region: str, instance_type: str
+) -> CandidatePool | None:
     """A type in a region at the median of its zones' spot prices, as `make simulate` bills it (the pinned
     default us-east-1 c7i.xlarge, or the matrix's own pool); None without a throughput figure."""
     figure = figures.of(instance_type)
@@ -176,4 +178,4 @@ def median_pool(table: PriceTable, figures: Throughputs, region: str, instance_t
         return None
     spot = table.lookup("aws", region, instance_type, "spot")
     on_demand = table.lookup("aws", region, instance_type, "on-demand")
-    return Pool(region, "median", instance_type, spot, on_demand, figure)
+    return CandidatePool(region, "median", instance_type, spot, on_demand, figure)

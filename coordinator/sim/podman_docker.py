@@ -33,7 +33,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coordinator.sim.standins import DOCKER_EXIT_ERROR, FLAGS_ALONE, FLAGS_WITH_VALUE, StandinError
+from coordinator.errors import StandinError
+from coordinator.sim.standins import DOCKER_EXIT_ERROR, FLAGS_ALONE, FLAGS_WITH_VALUE
 
 CONTAINER_ENV = "SPOTBATCH_SIM_CONTAINER"  # the container's name
 LABEL_ENV = "SPOTBATCH_SIM_LABEL"  # key=value on every container of one runtime

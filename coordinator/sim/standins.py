@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from coordinator.errors import StandinError
 from coordinator.paths import checkout_first
 
 SOCKET_ENV = "SPOTBATCH_SIM_SOCKET"
@@ -42,10 +43,6 @@ PROGRAMS = ("docker", "shutdown", "dnf", "systemctl")
 DOCKER_EXIT_ERROR = 125  # docker's own code for "the daemon could not run the container"
 FLAGS_WITH_VALUE = {"--network", "--gpus", "--log-driver", "--log-opt", "-e", "--env", "--name"}
 FLAGS_ALONE = {"--rm", "-d", "--detach", "-i", "-t"}
-
-
-class StandinError(Exception):
-    pass
 
 
 def _exchange(request: dict[str, Any]) -> Iterator[dict[str, Any]]:

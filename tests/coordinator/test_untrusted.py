@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.untrusted import UntrustedInput, load_json, nesting
+from coordinator.errors import UntrustedInput
+from coordinator.untrusted import load_json, nesting
 
 
 def test_brackets_inside_strings_do_not_count_as_nesting() -> None:

@@ -23,9 +23,9 @@ from typing import Any, get_args
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from coordinator.errors import ThrottledError
+from coordinator.errors import ThrottledError, UntrustedInput
 from coordinator.job.aws import raise_for_setup
-from coordinator.untrusted import UntrustedInput, load_json
+from coordinator.untrusted import load_json
 from inference.heartbeat import Heartbeat, HeartbeatState
 from inference.layout import heartbeat_key
 from inference.storage import ObjectStore

@@ -34,9 +34,9 @@ from typing import Any, Self
 from botocore.exceptions import ClientError
 
 from coordinator.background import Background
-from coordinator.errors import JobLeaseHeld, JobLeaseLost
+from coordinator.errors import JobLeaseHeld, JobLeaseLost, UntrustedInput
 from coordinator.stack.permissions import JOB_LEASE
-from coordinator.untrusted import UntrustedInput, load_json
+from coordinator.untrusted import load_json
 
 LEASE_NAME = JOB_LEASE  # the coordinator's policy lets it write and delete this object of a job, no other
 TERM_SECONDS = 90.0  # wall: a coordinator killed elsewhere holds its job this long at most
