@@ -44,6 +44,7 @@ longer than 300 lines on purpose: the whole tree in one place (ARCHITECTURE.md),
     ├── RemoteError                         2  a command on a rented box failed
     ├── EmulatorError                       2  the embedded AWS did not start, or an endpoint is not loopback
     ├── SshdUnavailable                     2  the local sshd stand-in cannot run here
+    ├── StandinError                        2  a simulated machine's stand-in (its docker) refused a call
     ├── ReportError                         2  no runs to report on, or a run file that does not parse
     ├── JobFailed                           1  some segments could not be finished
     ├── MergeError                          1  the outputs are not the input rows exactly once
