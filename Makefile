@@ -9,7 +9,7 @@ SPOTBATCH := $(BIN)/spotbatch
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS := 1
 
-.PHONY: setup ssh-tools container-tools data model simulate whatif burst burst-down report report-check test test-fast check lint typecheck tf-fmt checkov parliament bench infra apply-real image image-push run-real destroy-real prices py312 clean
+.PHONY: setup ssh-tools container-tools data model simulate whatif burst burst-down report report-check test test-fast check lint typecheck tf-fmt checkov parliament docs bench infra apply-real image image-push run-real destroy-real prices py312 clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -97,7 +97,10 @@ $(PARLIAMENT):  # its own venv, as checkov's: the audit's dependencies stay out 
 parliament: setup $(PARLIAMENT)  ## the IAM documents against AWS's definitions of actions, resources, condition keys
 	$(BIN)/python -m coordinator.stack.policy_audit --parliament-python $(PARLIAMENT)
 
-check: lint typecheck tf-fmt checkov parliament  ## ruff + mypy + terraform fmt + checkov + parliament
+docs: setup  ## the documentation site into site/ (MkDocs, Material): every link checked, the generated parts drawn from the code
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+check: lint typecheck tf-fmt checkov parliament docs  ## ruff + mypy + terraform fmt + checkov + parliament + mkdocs build --strict
 
 infra: setup  ## embedded AWS: moto server up, emulator stack applied and printed, destroyed, emulator stopped
 	$(SPOTBATCH) infra up
@@ -142,4 +145,4 @@ bench: model container-tools  ## benchmarks: each prints a ratio against a basel
 	$(BIN)/python -m bench.ceiling
 
 clean:
-	rm -rf build runs reports/out .mypy_cache .ruff_cache .pytest_cache
+	rm -rf build runs reports/out site .mypy_cache .ruff_cache .pytest_cache

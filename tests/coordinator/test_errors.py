@@ -47,13 +47,12 @@ def test_retryable_and_do_not_retry_are_apart() -> None:
     assert worker_errors.Superseded.exit_code == 6 != errors.BudgetGuardExceeded.exit_code
 
 
-def test_the_readme_table_is_the_code_s() -> None:
+def test_the_documented_table_is_the_code_s() -> None:
     import re
 
     from tests.conftest import REPO
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Exit codes") :]
+    section = (REPO / "docs" / "exit-codes.md").read_text(encoding="utf-8")
     table = {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)}
     used = {c.exit_code for c in classes(errors, errors.SpotbatchError)}
     used |= {errors.EXIT_OK, errors.EXIT_INTERRUPTED}

@@ -110,12 +110,12 @@ def test_the_example_backend_takes_over_from_the_wrappers_local_state(tmp_path: 
     assert not Terraform.discover(stack, state_dir=tmp_path / "state").local_backend
 
 
-def test_the_readme_prices_private_modes_standing_endpoints() -> None:
-    """Private mode's interface endpoints bill every hour the stack exists, job or no job: the README says
-    how many and what, from the network module's own list (the S3 gateway endpoint is free)."""
+def test_the_docs_price_private_modes_standing_endpoints() -> None:
+    """Private mode's interface endpoints bill every hour the stack exists, job or no job: the real-account
+    page says how many and what, from the network module's own list (the S3 gateway endpoint is free)."""
     network = (TERRAFORM_DIR / "modules" / "network" / "main.tf").read_text()
     services = re.findall(r'"([a-z.]+)"', re.search(r"interface_services\s*=.*\[(.*)\]", network).group(1))  # type: ignore[union-attr]
-    readme = (TERRAFORM_DIR.parent / "README.md").read_text()
+    readme = (TERRAFORM_DIR.parent / "docs" / "aws.md").read_text()
     hourly = 0.01 * len(services) * 6  # us-east-1's six zones, a subnet (and an endpoint ENI) in each
     assert f"{len(services)} x 6 zones = ${hourly:.2f}/h" in readme
     assert f"about ${hourly * 730:.0f} a month" in readme and "job or no job" in readme

@@ -34,10 +34,10 @@ class SegmentState(StrEnum):
     INTERRUPTED = "INTERRUPTED"
     # a launch got no instance (capacity, throttling): the policy retries, falls back, or gives up
     FAILED_LAUNCH = "FAILED_LAUNCH"
-    # its worker finished every row and its checkpoint proves it (terminal)
+    # its worker finished every row and its checkpoint proves it
     DONE = "DONE"
     # given up, with its cause kept in the state file: a policy's limit, the budget guard, a worker that
-    # failed, the account (terminal)
+    # failed, the account
     FAILED = "FAILED"
 
     @classmethod
