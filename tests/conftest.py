@@ -17,7 +17,8 @@ from coordinator.build.model import build_tiny_model
 if TYPE_CHECKING:
     from coordinator.sim.emulator_stack import Infrastructure
 
-pytest_plugins = ["tests.image_fixtures", "tests.speed"]  # the real worker image; tests by speed
+# the real worker image; tests by speed; timeouts that follow the host's load
+pytest_plugins = ["tests.image_fixtures", "tests.speed", "tests.host_load"]
 
 # every process a test starts prints its Python threads' stacks if it dies of a signal (an abort in a native
 # library at exit was seen once in CI with nothing but "terminate called without an active exception")

@@ -15,6 +15,7 @@ from coordinator.build.container_engine import Engine
 from coordinator.build.worker_image import verify_image
 from coordinator.errors import InfraError
 from inference.checkpoint import decode_part
+from tests.host_load import scaled
 from tests.image_fixtures import WorkerImage
 
 pytestmark = pytest.mark.slow
@@ -81,7 +82,7 @@ def test_the_image_runs_a_segment_from_its_entrypoint(
         env=podman_engine.environment(),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

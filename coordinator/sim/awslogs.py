@@ -3,7 +3,10 @@
 On EC2 the Docker daemon does this with the instance role's credentials; here the instance runtime does it
 with the same role's credentials, so a worker role without `logs:CreateLogStream`/`PutLogEvents` on the
 group loses its logs here as it would there. The stream (`awslogs-stream`) is created on the first lines;
-lines are sent every `every` seconds and once more when the container ends.
+lines are sent every `every` seconds and once more when the container ends. A call that fails (the
+emulator slow beside a busy host, a credential fetch that timed out) keeps its lines for the next round, as
+Docker's driver buffers them; the last round is tried `FINAL_TRIES` times (a loaded CI host lost two
+attempts' streams whole when a failed first round dropped its lines).
 
 Usage::
 
@@ -24,6 +27,7 @@ from botocore.exceptions import ClientError
 from coordinator.sim.machine import RoleSession
 
 SHIP_EVERY_SECONDS = 2.0
+FINAL_TRIES = 5  # the container has ended: its last lines are tried this many times, `every` apart
 MAX_BATCH_EVENTS = 5_000  # under PutLogEvents' 10,000 events and 1 MiB per call for a worker's lines
 log = logging.getLogger(__name__)
 
@@ -35,6 +39,7 @@ class LogShipper(threading.Thread):
         super().__init__(name=f"awslogs {stream}", daemon=True)
         self.client, self.group, self.stream, self.path, self.every = client, group, stream, path, every
         self._offset = 0
+        self._pending: list[str] = []  # lines read, not shipped yet
         self._created = False
         self._closed = threading.Event()
         self.shipped = 0
@@ -50,10 +55,12 @@ class LogShipper(threading.Thread):
         self._offset += len(complete)
         return complete.decode("utf-8", errors="replace").splitlines()
 
-    def ship(self) -> None:
-        lines = self._new_lines()
+    def ship(self) -> bool:
+        """Send what is new (and what a failed round kept); False if a call failed (the lines are kept)."""
+        self._pending += self._new_lines()
+        lines = self._pending
         if not lines:
-            return
+            return True
         try:
             if not self._created:
                 try:
@@ -70,9 +77,12 @@ class LogShipper(threading.Thread):
                     logGroupName=self.group, logStreamName=self.stream, logEvents=events
                 )
                 self.shipped += len(batch)
-        except Exception as error:  # the driver drops what it cannot send, and says so in the daemon's log
+                self._pending = lines[first + len(batch) :]
+        except Exception as error:  # kept for the next round; said in the daemon's (the shim's) log
             self.errors.append(f"{type(error).__name__}: {error}")
             log.warning("awslogs %s: %s", self.stream, error)
+            return False
+        return True
 
     def run(self) -> None:
         while not self._closed.wait(self.every):
@@ -82,7 +92,11 @@ class LogShipper(threading.Thread):
         self._closed.set()
         if self.is_alive():
             self.join()
-        self.ship()
+        for attempt in range(FINAL_TRIES):
+            if self.ship():
+                return
+            if attempt + 1 < FINAL_TRIES:
+                time.sleep(self.every)
 
 
 def shipper_for(request: dict[str, Any], role: RoleSession | None, path: Path) -> LogShipper | None:

@@ -21,6 +21,7 @@ from inference.model import ONNX_DIR, ONNX_MANIFEST, choose_backend, load_classi
 from inference.storage import open_store
 from inference.torch_model import autocast_dtype
 from tests.conftest import REPO, synthetic_sentences
+from tests.host_load import scaled
 
 TEXTS = synthetic_sentences(400, seed=11)
 
@@ -153,7 +154,7 @@ def test_the_onnx_worker_needs_neither_torch_nor_transformers(exported: Path) ->
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
@@ -170,7 +171,9 @@ def test_a_worker_process_gives_the_same_output_on_torch_and_onnx(
         command = [sys.executable, "-m", "inference.worker", "--input", str(sentences_parquet)]
         command += ["--start", "0", "--stop", "300", "--segment-id", "seg-0000", "--output-prefix", str(out)]
         command += ["--model", str(exported), "--backend", backend, "--no-notice-poll", "--threads", "1"]
-        done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=180, check=False)
+        done = subprocess.run(
+            command, capture_output=True, text=True, cwd=REPO, timeout=scaled(180), check=False
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         assert f"on the {backend} backend" in done.stderr
         rows = read_segment_output(open_store(str(out)), "seg-0000")
@@ -268,6 +271,6 @@ def test_a_model_that_scores_nan_fails_the_batch_instead_of_writing_it(
         *("--stop", "16", "--segment-id", "seg-0000", "--output-prefix", str(out), "--model", str(model)),
         *("--backend", "torch", "--batch-size", "8", "--no-notice-poll"),
     ]
-    ran = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300)
+    ran = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=scaled(300))
     assert ran.returncode != 0 and "non-finite value" in ran.stderr, ran.stderr[-2000:]
     assert not list(out.rglob("parts/*"))  # nothing of the batch was written

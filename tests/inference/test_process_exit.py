@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from tests.host_load import scaled
+
 PROGRAM = """
 import atexit, sys, threading, time
 from inference.process_exit import exit_after
@@ -30,7 +32,7 @@ exit_after(main)
 
 def run(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", PROGRAM.format(code=code)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", PROGRAM.format(code=code)], capture_output=True, text=True, timeout=scaled(60)
     )
 
 
@@ -57,13 +59,13 @@ def test_a_system_exit_ends_as_python_ends_it(code: str, exit_code: int, stderr:
 
 def test_the_command_line_exits_with_its_code_and_says_its_line() -> None:
     version = subprocess.run(
-        [sys.executable, "-m", "coordinator", "--version"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "coordinator", "--version"], capture_output=True, text=True, timeout=scaled(60)
     )
     assert version.returncode == 0 and version.stdout.startswith("spotbatch ")
     refused = subprocess.run(
         [sys.executable, "-m", "coordinator", "plan", "--rows", "0"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert (refused.returncode, refused.stderr) == (2, "error: --rows 0: a whole number of at least 1\n")

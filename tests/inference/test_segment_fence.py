@@ -21,6 +21,7 @@ from inference.config import WorkerConfig
 from inference.errors import Superseded
 from inference.layout import writer_tag
 from inference.storage import LocalStore, ObjectStore, open_store
+from tests.host_load import scaled
 from tests.inference.test_worker import config
 
 SEGMENT = "seg-0002"
@@ -62,7 +63,7 @@ class OldAttempt:
             self.error = error
 
     def join(self) -> BaseException | None:
-        self.thread.join(timeout=120)
+        self.thread.join(timeout=scaled(120))
         assert not self.thread.is_alive()
         return self.error
 
@@ -97,10 +98,10 @@ def test_an_old_attempt_that_wrote_a_part_as_the_new_one_claimed_cannot_list_it(
     def hold(write: int) -> None:  # write 1 is the claim; write 2 lists the old attempt's first part
         if write == 2:
             at_first_commit.set()
-            assert go_on.wait(120)
+            assert go_on.wait(scaled(120))
 
     first = OldAttempt(old, HeldStore(Path(old.output_prefix), hold), monkeypatch)
-    assert at_first_commit.wait(120)  # its part is written, its checkpoint write not yet
+    assert at_first_commit.wait(scaled(120))  # its part is written, its checkpoint write not yet
     assert worker.run_worker(new).state == "done"  # the replacement claims over it and finishes
     go_on.set()
     assert isinstance(first.join(), Superseded)  # the old checkpoint write is refused: nothing listed
@@ -119,19 +120,19 @@ def test_a_claim_that_loses_to_an_old_attempts_write_reads_again_and_keeps_that_
     def hold_old(write: int) -> None:
         if write == 2:
             at_first_commit.set()
-            assert go_on.wait(120)
+            assert go_on.wait(scaled(120))
         if write == 3:  # its first commit landed; the next one waits for the end of the test
             wrote.set()
             at_second_commit.set()
-            assert finish.wait(120)
+            assert finish.wait(scaled(120))
 
     def hold_new(write: int) -> None:
         if write == 1:  # the new attempt has read the checkpoint; the old one's write gets in first
             go_on.set()
-            assert wrote.wait(120)
+            assert wrote.wait(scaled(120))
 
     first = OldAttempt(old, HeldStore(Path(old.output_prefix), hold_old), monkeypatch)
-    assert at_first_commit.wait(120)
+    assert at_first_commit.wait(scaled(120))
     replacement = HeldStore(Path(new.output_prefix), hold_new)
     monkeypatch.setattr(worker, "open_store", lambda uri: replacement)  # the old one opened its own
     assert worker.run_worker(new).state == "done"
@@ -157,10 +158,10 @@ def test_a_checkpoint_forged_while_an_attempt_runs_stops_it_as_superseded(
     def hold(write: int) -> None:
         if write == 2:
             at_first_commit.set()
-            assert go_on.wait(120)
+            assert go_on.wait(scaled(120))
 
     first = OldAttempt(old, HeldStore(Path(old.output_prefix), hold), monkeypatch)
-    assert at_first_commit.wait(120)
+    assert at_first_commit.wait(scaled(120))
     LocalStore(Path(old.output_prefix)).put(f"checkpoints/{SEGMENT}.json", b"\xff forged")
     go_on.set()
     assert isinstance(first.join(), Superseded)

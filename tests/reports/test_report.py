@@ -24,6 +24,7 @@ from coordinator.sim.settings import SimulationSettings
 from reports.blocks import money
 from reports.build import build_report
 from reports.runs import load_runs
+from tests.host_load import scaled
 
 RUNS = {"on-demand": 1, "spot-only": 1, "hybrid": 2, "deadline": 1}
 
@@ -288,6 +289,6 @@ def test_html_opens_in_headless_chromium(runs_folder: Path, tmp_path: Path) -> N
         ],
         check=True,
         capture_output=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert png_size(shot) == (1200, 2400) and shot.stat().st_size > 50_000

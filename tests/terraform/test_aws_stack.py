@@ -23,6 +23,7 @@ from coordinator.stack.defaults import (
 from coordinator.stack.deployment import STACK_DIR, Deployment, PlannedChanges, StackSettings
 from coordinator.stack.target import require_loopback
 from coordinator.stack.terraform import Terraform
+from tests.host_load import scaled
 
 pytestmark = pytest.mark.slow
 AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/{}recommended/image_id"
@@ -210,7 +211,7 @@ def test_localstack_target_where_one_runs(tmp_path: Path, terraform_ready: None)
 
     endpoint = localstack_endpoint()
     try:
-        requests.get(f"{endpoint}/_localstack/health", timeout=2).raise_for_status()
+        requests.get(f"{endpoint}/_localstack/health", timeout=scaled(2)).raise_for_status()
     except requests.RequestException:
         pytest.skip(f"no LocalStack answering at {endpoint} (it runs in Docker; start it to run this test)")
     with emulator_infrastructure(tmp_path, target="localstack") as infra:

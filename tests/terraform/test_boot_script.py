@@ -16,6 +16,7 @@ import pytest
 
 from coordinator.sim.emulator_stack import Infrastructure
 from coordinator.sim.metadata_server import MetadataServer
+from tests.host_load import scaled
 
 pytestmark = pytest.mark.slow
 TRUST = json.dumps(
@@ -88,7 +89,7 @@ def boot(
         "AWS_ENDPOINT_URL": machine["endpoint"],
     }
     done = subprocess.run(
-        ["bash", str(tmp_path / "user-data.sh")], env=env, capture_output=True, text=True, timeout=180
+        ["bash", str(tmp_path / "user-data.sh")], env=env, capture_output=True, text=True, timeout=scaled(180)
     )
     return done.returncode, calls.read_text().splitlines()
 

@@ -36,6 +36,7 @@ from coordinator.stack.iam_documents import Statement, render
 from coordinator.stack.outputs import StackOutputs, read_outputs
 from coordinator.stack.permissions import arns_for, coordinator_policy
 from coordinator.stack.target import AwsTarget
+from tests.host_load import scaled
 from tests.image_fixtures import WorkerImage
 
 pytestmark = pytest.mark.slow
@@ -52,7 +53,7 @@ def spotbatch(*args: str, home: Path, env: dict[str, str] | None = None) -> subp
         text=True,
         env={**base, "SPOTBATCH_HOME": str(home), **(env or {})},
         stdin=subprocess.DEVNULL,
-        timeout=600,
+        timeout=scaled(600),
         check=False,
     )
 
@@ -134,13 +135,13 @@ def run_interrupting_one_spot_worker(
         stdin=subprocess.DEVNULL,
         text=True,
     ) as process:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + scaled(300)
         while process.poll() is None and not injector.records and time.monotonic() < deadline:
             instance = spot_worker_at_work(admin, bucket, job)
             if instance is not None:
                 injector.interrupt(instance)
             time.sleep(0.2)
-        stdout, stderr = process.communicate(timeout=600)
+        stdout, stderr = process.communicate(timeout=scaled(600))
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 

@@ -34,6 +34,7 @@ from coordinator.errors import (
 from coordinator.sim.lambda_standin import LambdaStandIn
 from coordinator.sim.local_sshd import LocalSshd
 from tests.coordinator.burst.conftest import API_KEY
+from tests.host_load import scaled
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +230,7 @@ def test_dry_run_prints_the_plan_and_touches_nothing(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         env={**os.environ, "LAMBDA_API_URL": "http://127.0.0.1:9/api/v1", "SPOTBATCH_HOME": str(tmp_path)},
     )
     assert done.returncode == 0, done.stderr
@@ -298,7 +299,7 @@ def test_sigterm_after_launch_tears_down_and_exits_non_zero(
     process = start_cli(standin, box, payload, run_dir)
     state = wait_for_launch(run_dir)
     process.send_signal(signal.SIGTERM)
-    output, _ = process.communicate(timeout=120)
+    output, _ = process.communicate(timeout=scaled(120))
     assert process.returncode == 130, output
     assert standin.boxes[state.instance_id or ""].status == "terminated" and standin.alive() == []
     assert BurstState.load(run_dir).status == "cost-logged"
@@ -315,14 +316,14 @@ def test_burst_down_tears_down_after_the_cli_was_killed(
     process = start_cli(standin, box, payload, run_dir)
     state = wait_for_launch(run_dir)
     process.send_signal(signal.SIGKILL)
-    process.communicate(timeout=30)
+    process.communicate(timeout=scaled(30))
     assert standin.alive() == [state.instance_id]  # killed with its box running: what `burst down` is for
     down = subprocess.run(
         [sys.executable, "-m", "coordinator", "burst", "down", "--run-dir", str(run_dir)],
         env=cli_env(standin, tmp_path / "home"),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert down.returncode == 0, down.stdout + down.stderr
     assert standin.alive() == [] and "is gone; cost $" in down.stdout
@@ -333,7 +334,7 @@ def test_burst_down_tears_down_after_the_cli_was_killed(
         env=cli_env(standin, tmp_path / "home"),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert again.returncode == 0 and "already logged" in again.stdout
     assert len((run_dir / "ledger.jsonl").read_text().splitlines()) == 1  # the cost is logged once

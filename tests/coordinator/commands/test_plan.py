@@ -12,10 +12,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.host_load import scaled
+
 
 def spotbatch(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coordinator", "plan", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "coordinator", "plan", *args],
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
     )
 
 

@@ -14,6 +14,7 @@ import pytest
 from coordinator.commands.run import steady_heartbeat
 from coordinator.errors import ConfigError
 from inference.heartbeat import STEADY_HEARTBEAT_SECONDS
+from tests.host_load import scaled
 
 
 def options(steady: float | None, timeout: float) -> argparse.Namespace:
@@ -72,7 +73,7 @@ def test_a_real_run_refuses_the_budget_test_mode_left_in_a_shell(tmp_path: Path)
     env = {**os.environ, "BUDGET_GUARD_TEST_MODE": "1", "SPOTBATCH_HOME": str(tmp_path)}
     outputs = tmp_path / "never-applied" / "outputs.json"
     command = [sys.executable, "-m", "coordinator", "run", "--input-key", "k", "--outputs", str(outputs)]
-    refused = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    refused = subprocess.run(command, capture_output=True, text=True, env=env, timeout=scaled(120))
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
     assert "BUDGET_GUARD_TEST_MODE=1 is set" in refused.stderr and "outputs" not in refused.stderr
@@ -94,7 +95,7 @@ def _spotbatch(
         capture_output=True,
         text=True,
         env={**base, "SPOTBATCH_HOME": str(tmp_path), **(env or {})},
-        timeout=120,
+        timeout=scaled(120),
     )
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from coordinator.cost.ledger import read_ledger
 from coordinator.plan.bar import Fair
+from tests.host_load import scaled
 
 
 @pytest.mark.timeout(600)  # a quick matrix: seven jobs
@@ -45,7 +46,7 @@ def test_simulate_quick_matrix_through_the_cli(
         ],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=scaled(900),
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
@@ -120,6 +121,6 @@ def test_simulate_quick_matrix_through_the_cli(
         [sys.executable, "-m", "coordinator", "status", str(out / "hybrid-01")],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert status.returncode == 0 and "seg-0003" in status.stdout and "DONE" in status.stdout

@@ -12,13 +12,17 @@ import pytest
 from coordinator.cost.pricing import PriceTable
 from coordinator.whatif.study import DEFAULT_POLICIES
 from tests.coordinator.whatif.conftest import TRACES
+from tests.host_load import scaled
 
 ONE_HOUR = ["--model", "random", "--work-hours", "1", "--deadline-hours", "2"]  # a job the random model runs
 
 
 def spotbatch(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coordinator", "whatif", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "coordinator", "whatif", *args],
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
     )
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from coordinator.cost.budget import BudgetGuard
 from coordinator.errors import BudgetConfigError, BudgetGuardExceeded
+from tests.host_load import scaled
 
 
 @pytest.fixture(autouse=True)
@@ -170,7 +171,7 @@ def test_concurrent_processes_never_pass_the_ceiling_together(log_path: Path) ->
     for process in processes:
         process.join(60)
         assert process.exitcode == 0
-    outcomes = sorted(results.get(timeout=5) for _ in processes)
+    outcomes = sorted(results.get(timeout=scaled(5)) for _ in processes)
     assert outcomes.count("ok") == 5 and outcomes.count("refused") == 7
     assert len(lines(log_path)) == 5
     assert BudgetGuard(5.0, log_path).remaining == pytest.approx(0.0)

@@ -16,6 +16,7 @@ import pytest
 
 from coordinator.cost.budget import BudgetGuard, parse_amount
 from coordinator.errors import BudgetConfigError, BudgetGuardExceeded
+from tests.host_load import scaled
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -40,7 +41,7 @@ def spotbatch(*args: str, honour_modes: bool = False) -> subprocess.CompletedPro
         [*prefix, sys.executable, "-m", "coordinator", *args],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         env=env,
         cwd="/",
     )
@@ -87,7 +88,7 @@ def test_deleting_the_lock_file_in_a_loop_lets_nothing_extra_through(tmp_path: P
             )
             for i in range(20)
         ]
-        outcomes = [p.communicate(timeout=120)[0].strip() for p in processes]
+        outcomes = [p.communicate(timeout=scaled(120))[0].strip() for p in processes]
     finally:
         stop.set()
         attacker.join()
@@ -172,7 +173,7 @@ def test_a_full_disk_writes_no_half_line_and_the_guard_works_once_there_is_room(
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=60,
+        timeout=scaled(60),
     )
     assert "could not record 'after-the-disk-filled' (nothing was written)" in child.stdout, child.stderr
     assert log.read_bytes() == before  # the short write was cut back: no torn line

@@ -17,6 +17,7 @@ import boto3
 import pytest
 
 from coordinator.sim.emulator import MotoServer
+from tests.host_load import scaled
 
 VISIBLE_SECONDS = 2.0
 
@@ -54,7 +55,7 @@ def test_the_next_start_stops_a_leftover_emulator_it_recorded(tmp_path: Path) ->
     try:
         assert leftover.process is not None
         with MotoServer(pid_file=pid_file):
-            assert leftover.process.wait(10) == -signal.SIGKILL
+            assert leftover.process.wait(scaled(10)) == -signal.SIGKILL
     finally:
         leftover.close()
 
@@ -65,7 +66,7 @@ def test_a_visible_time_that_is_not_positive_is_refused_in_one_line() -> None:
         [sys.executable, "-m", "coordinator.sim.moto_main", "--terminated-visible-seconds", "0"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         check=False,
     )
     assert done.returncode != 0

@@ -30,6 +30,7 @@ from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.settings import DATASET_KEY
 from coordinator.stack.defaults import DEFAULT_MAX_LIFETIME_SECONDS
 from coordinator.stack.emulator_policy import for_emulator
+from tests.host_load import scaled
 
 pytestmark = pytest.mark.slow
 SCALE = 7_200.0
@@ -118,7 +119,7 @@ def test_a_broken_boot_script_still_powers_the_instance_off(
             {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
         ],
     )["Instances"][0]["InstanceId"]
-    machine = wait_until_gone(ec2, runtime, instance_id, timeout=30)
+    machine = wait_until_gone(ec2, runtime, instance_id, timeout=scaled(30))
     assert machine.shutdowns == [LIFETIME_MINUTES, 0.0]  # the lifetime first, then the trap's "now"
     assert machine.worker is None  # it never got as far as the worker
     template = ec2.describe_launch_template_versions(
@@ -158,7 +159,7 @@ def test_a_machine_that_outlives_its_lifetime_is_shut_down_with_its_worker(
     assert tags_for(request)["spotbatch:segment"] == "seg-0000"
     started = time.monotonic()
     instance_id = fleet.launch(request)
-    machine = wait_until_gone(fleet.ec2, runtime, instance_id, timeout=60)
+    machine = wait_until_gone(fleet.ec2, runtime, instance_id, timeout=scaled(60))
     took = time.monotonic() - started
     assert machine.shutdowns[0] == LIFETIME_MINUTES
     assert machine.killed in ("SIGTERM", "SIGKILL"), "the worker finished before the lifetime: use more rows"
@@ -217,11 +218,11 @@ def test_each_machine_is_paced_at_its_own_instance_types_speed(
             )["Instances"][0]["InstanceId"]
             launched[instance_id] = kind
         reports = {i: tmp_path / "machines" / "machines" / i / "pace.json" for i in launched}
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while not all(r.is_file() for r in reports.values()) and time.monotonic() < deadline:
             time.sleep(0.2)
         kept = {i: json.loads(r.read_text())["rows_per_second"] for i, r in reports.items() if r.is_file()}
         ec2.terminate_instances(InstanceIds=list(launched))
         for instance_id in launched:
-            wait_until_gone(ec2, runtime, instance_id, timeout=60)
+            wait_until_gone(ec2, runtime, instance_id, timeout=scaled(60))
     assert kept == {i: float(paces[kind]) for i, kind in launched.items()}, runtime.errors

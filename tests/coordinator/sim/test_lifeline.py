@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.sim.lifeline import record_pid, stop_leftover
+from tests.host_load import scaled
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -57,15 +58,15 @@ def test_a_sigkilled_simulator_takes_its_emulator_scripts_and_workers_with_it(
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         start_new_session=True,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while not (tmp_path / "pids").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     children = [int(p) for p in (tmp_path / "pids").read_text().split()]
     logs = {name: (tmp_path / name).read_text() for name in ("forked.log", "exec.log")}
     assert [alive(pid) for pid in children] == [True] * 4, logs
     os.killpg(parent.pid, signal.SIGKILL)  # the process group, as a terminal's kill would
-    parent.wait(10)
-    deadline = time.monotonic() + 10
+    parent.wait(scaled(10))
+    deadline = time.monotonic() + scaled(10)
     while any(alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [pid for pid in children if alive(pid)] == []
@@ -80,7 +81,7 @@ def test_the_next_start_stops_a_leftover_it_recorded_and_nothing_else(tmp_path: 
     try:
         record_pid(tmp_path / "moto.pid", leftover.pid, "moto.server -p 1")
         assert stop_leftover(tmp_path / "moto.pid") == leftover.pid
-        assert leftover.wait(10) == -signal.SIGKILL
+        assert leftover.wait(scaled(10)) == -signal.SIGKILL
         record_pid(tmp_path / "moto.pid", innocent.pid, "moto.server -p 1")  # a pid reused by another
         assert stop_leftover(tmp_path / "moto.pid") is None
         assert innocent.poll() is None and not (tmp_path / "moto.pid").exists()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.sim.machine import SimulatedInstance, stop_processes
+from tests.host_load import scaled
 
 # The boot script's last act, as the real one's EXIT trap and the docker shim's final ship: a write that
 # happens only after SIGTERM, and takes a moment.
@@ -41,7 +42,7 @@ while True:
 def _boot(tmp_path: Path, script_text: str = SCRIPT) -> tuple[SimulatedInstance, Path]:
     mark = tmp_path / "last-write"
     script = subprocess.Popen(["bash", "-c", script_text, "boot", str(mark)], start_new_session=True)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while not Path(f"{mark}.up").exists():
         assert time.monotonic() < deadline, "the boot script never started"
         time.sleep(0.02)

@@ -5,12 +5,14 @@ simulate QUICK=1` at seed 0 differed by -38% to +19% per configuration while the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from coordinator.job.core.worker_contract import TAG_ATTEMPT, TAG_MARKET
 from coordinator.sim.emulator_stack import Infrastructure
+from coordinator.sim.machine import PACE_REPORT
 from coordinator.sim.matrix import run_matrix
 from coordinator.sim.one_run import _launch_draw
 from coordinator.sim.settings import SimulationSettings
@@ -40,9 +42,11 @@ def test_one_seed_runs_the_same_run_in_two_folders(
     """Real workers, paced, twice at one seed into two runs folders: the same attempts are reclaimed and
     relaunched (but for at most one reclaim that lands at the very end of an attempt's work: `flips`), and
     where none parted, the bills agree within what a coordinator cycle of real time moves them (each
-    attempt ends on a wall clock read 15x; a cycle is one wall second)."""
+    attempt ends on a wall clock read 15x; a cycle is one wall second). What the runs' own pace records say
+    the host moved is not a difference of the seed: a segment parted where its worker fell behind its pace
+    in either run (a loaded host parted two in CI) does not count."""
 
-    def one(folder: str) -> tuple[list[tuple[str, str, str]], float, bool]:
+    def one(folder: str) -> tuple[list[tuple[str, str, str]], float, bool, dict[str, float]]:
         settings = SimulationSettings(
             out_dir=tmp_path / folder,
             model=tiny_model_dir,
@@ -59,14 +63,33 @@ def test_one_seed_runs_the_same_run_in_two_folders(
             (a.segment_id, a.attempt_id.removeprefix(f"{folder}-"), a.end_reason)
             for a in run.result.outcome.attempts
         ]
-        return in_attempt_order(attempts), run.cost_usd, bool(run.pace.get("distorted"))
+        behind = {  # attempt -> how far (wall s) the host left its worker behind its pace
+            a.attempt_id.removeprefix(f"{folder}-"): behind_pace(run.result.run_dir, a.instance_id)
+            for a in run.result.outcome.attempts
+        }
+        return in_attempt_order(attempts), run.cost_usd, bool(run.pace.get("distorted")), behind
 
     first, second = one("simulate-20261206T170000Z"), one("simulate-20261206T180000Z")
     assert any(reason == "interrupted" for _, _, reason in first[0])  # the seed does reclaim some
-    assert flips(first[0], second[0]) <= 1, (first, second)
+    moved = {
+        a for a in first[3].keys() | second[3].keys() if max(first[3].get(a, 0), second[3].get(a, 0)) > EDGE
+    }
+    assert flips(first[0], second[0], moved) <= 1, (first, second)
     if flips(first[0], second[0]) == 0 and not (first[2] or second[2]):
         # a run whose workers fell behind bills the host, and a flip bills another attempt
         assert second[1] == pytest.approx(first[1], rel=0.05), (first, second)
+
+
+EDGE = 0.5  # wall s: a worker this far behind its pace ends its attempt a notice poll off its drawn time
+
+
+def behind_pace(run_dir: Path, instance_id: str) -> float:
+    """The most its machine's pace report says the host held its worker back (a late start included)."""
+    report = run_dir / "workers" / "machines" / instance_id / PACE_REPORT
+    if not report.is_file():
+        return 0.0
+    pace = json.loads(report.read_text(encoding="utf-8"))
+    return max(float(pace.get("worst_lag_seconds", 0.0)), float(pace.get("late_start_seconds", 0.0)))
 
 
 def in_attempt_order(attempts: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
@@ -84,10 +107,17 @@ def test_attempts_past_the_ninth_stay_in_order_and_a_flip_at_the_edge_counts_onc
     ]
     assert flips(in_attempt_order(first), in_attempt_order(second)) == 1
     assert flips(in_attempt_order(first), in_attempt_order(first)) == 0
+    # the attempt where they part had its worker held back by the host (its pace record): no flip of the seed
+    assert flips(in_attempt_order(first), in_attempt_order(second), {"spot-only-01/seg-0000/11"}) == 0
 
 
-def flips(first: list[tuple[str, str, str]], second: list[tuple[str, str, str]]) -> int:
-    """Segments whose attempts differ. The two runs must agree attempt by attempt; the one place real
+def flips(
+    first: list[tuple[str, str, str]],
+    second: list[tuple[str, str, str]],
+    moved: frozenset[str] | set[str] = frozenset(),
+) -> int:
+    """Segments whose attempts differ, but for those parted at an attempt in `moved` (its worker's pace
+    record says the host held it back). The two runs must agree attempt by attempt; the one place real
     processes may part them is a reclaim drawn within seconds of the end of an attempt's work: the same
     attempt is then done in one run and interrupted in the other (the attempts after it follow from that).
     CI saw it once at a reclaim chance of 0.95 (attempt 5 of a segment)."""
@@ -105,5 +135,5 @@ def flips(first: list[tuple[str, str, str]], second: list[tuple[str, str, str]])
         shorter = min(len(a[segment]), len(b[segment]))
         assert a[segment][: shorter - 1] == b[segment][: shorter - 1], segment  # alike up to the edge
         assert a[segment][shorter - 1][0] == b[segment][shorter - 1][0], segment  # the same attempt there
-        parted += a[segment] != b[segment]
+        parted += a[segment] != b[segment] and a[segment][shorter - 1][0] not in moved
     return parted

@@ -16,6 +16,7 @@ from moto import mock_aws
 from coordinator.job.aws.event_queue import EventQueue, owners_by_tag, parse_event
 from coordinator.job.core.worker_contract import PROJECT, PROJECT_TAG, TAG_JOB
 from coordinator.sim.ec2_events import interruption_warning, state_change
+from tests.host_load import scaled
 
 REGION = "us-east-1"
 
@@ -67,12 +68,12 @@ def test_the_jobs_events_are_taken_others_handed_back_and_strangers_deleted(aws:
             ]
         )
         started = time.monotonic()
-        assert listener.wait(10.0), "no event reached the loop"
+        assert listener.wait(scaled(10.0)), "no event reached the loop"
         assert time.monotonic() - started < 5.0
         taken = listener.take()
         assert [(e.kind, e.instance_id) for e in taken] == [("interruption-warning", mine)]
         listener.handled(taken[0])
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + scaled(10)
         while listener.handed_back == 0 or listener.deleted < 2:  # the stranger's, and mine once handled
             assert time.monotonic() < deadline, (listener.handed_back, listener.deleted)
             time.sleep(0.1)
@@ -131,7 +132,7 @@ def test_another_jobs_event_coming_back_asks_ec2_for_its_owner_once(aws: dict[st
 
     with EventQueue(sqs, queue, "job-a", owners=owners, long_poll_seconds=1) as listener:
         events.put_events(Entries=[interruption_warning(theirs, REGION, "123456789012")])
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + scaled(20)
         while listener.handed_back < 2:  # received, handed back, received again
             assert time.monotonic() < deadline, listener.handed_back
             time.sleep(0.1)
@@ -152,7 +153,7 @@ def test_a_poison_message_beside_a_real_warning_goes_alone_to_the_dead_letter_qu
     sqs.send_message(QueueUrl=queue, MessageBody=b"\xff\xfe not utf-8".decode("latin-1"))
     with EventQueue(sqs, queue, "job-a", owners=owners_by_tag(ec2), long_poll_seconds=1) as listener:
         events.put_events(Entries=[interruption_warning(mine, REGION, "123456789012")])
-        assert listener.wait(10.0), "the warning never reached the loop"
+        assert listener.wait(scaled(10.0)), "the warning never reached the loop"
         assert [(e.kind, e.instance_id) for e in listener.take()] == [("interruption-warning", mine)]
     assert parse_event(POISON) is None
 

@@ -23,6 +23,7 @@ from coordinator.sim.matrix import run_matrix
 from coordinator.sim.settings import SimulationSettings
 from inference.digest import as_text, id_digest
 from inference.storage import LocalStore
+from tests.host_load import scaled
 
 # three files, their row groups uneven: many small, one big, a few middling
 ROW_GROUPS = {"part-a.parquet": [50] * 6, "part-b.parquet": [700], "part-c.parquet": [120, 80, 200, 50]}
@@ -143,7 +144,7 @@ def test_a_three_file_job_with_uneven_row_groups_runs_exactly_once_and_fetches(
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert fetched.returncode == 0, fetched.stderr[-2000:]
     assert f"{len(ids)} rows from" in fetched.stdout
@@ -166,7 +167,7 @@ def test_a_three_file_job_with_uneven_row_groups_runs_exactly_once_and_fetches(
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert (
         missing.returncode != 0 and "no job manifest" in missing.stderr and "Traceback" not in missing.stderr

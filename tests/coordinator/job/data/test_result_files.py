@@ -11,6 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tests.host_load import scaled
+
 WRITE_UNDER_A_LIMIT = """
 import resource, signal, sys
 from pathlib import Path
@@ -35,7 +37,7 @@ def write_under_limit(out: Path, limit: int) -> subprocess.CompletedProcess[str]
         [sys.executable, "-c", WRITE_UNDER_A_LIMIT, str(out), str(limit)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
 
 

@@ -38,6 +38,7 @@ from coordinator.sim.matrix import run_matrix
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.settings import DATASET_KEY, SimulationSettings
 from tests.conftest import FIXTURES
+from tests.host_load import scaled
 
 ROWS = 1_500
 
@@ -310,9 +311,12 @@ def test_coordinator_killed_at_every_named_point_restarts_and_leaves_nothing_ope
             if point == "after-state-draining":  # a notice to the first running segment's instance
                 instance = _first_running_instance(run_dir / "state.db", coordinator)
                 imds.issue_notice(instance, action_time="2026-12-03T12:02:00Z")
-            assert coordinator.wait(180) == -signal.SIGKILL, (point, (tmp_path / f"{point}.log").read_text())
+            assert coordinator.wait(scaled(180)) == -signal.SIGKILL, (
+                point,
+                (tmp_path / f"{point}.log").read_text(),
+            )
         time.sleep(3)  # 90 cloud s down: the segment that was DONE has its instance power off unseen
-        last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=scaled(240))
         assert last.returncode == 0, last.stderr[-3000:]
         assert runtime.errors == []
     instances = job_instances(stack, job)
@@ -369,10 +373,10 @@ def test_a_coordinator_killed_right_after_run_instances_bills_its_instances_from
     env = {**os.environ, "SPOTBATCH_HOME": str(tmp_path)}
     with simulated_machines(stack, busy_model_dir, tmp_path, job):
         crash = {**env, CRASH_ENV: "after-run-instances"}
-        killed = subprocess.run(command, env=crash, capture_output=True, text=True, timeout=180)
+        killed = subprocess.run(command, env=crash, capture_output=True, text=True, timeout=scaled(180))
         assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
         time.sleep(1)  # 30 cloud s down, and the restart's own: the instances it launched bill meanwhile
-        last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=scaled(240))
         assert last.returncode == 0, last.stderr[-3000:]
     instances = job_instances(stack, job)
     assert max(Counter(i.attempt for i in instances.values()).values()) == 1  # no attempt launched twice
@@ -430,7 +434,7 @@ def test_sigterm_stops_a_run_cleanly_with_the_cut_jobs_records_and_exit_130(
         coordinator = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         _first_running_instance(run_dir / "state.db", coordinator)
         coordinator.send_signal(signal.SIGTERM)
-        _, stderr = coordinator.communicate(timeout=120)
+        _, stderr = coordinator.communicate(timeout=scaled(120))
         assert coordinator.returncode == 130, stderr.decode()[-3000:]
         assert stderr.decode().strip().splitlines()[-1] == "interrupted"
         assert alive(stack, job) == []
@@ -440,7 +444,7 @@ def test_sigterm_stops_a_run_cleanly_with_the_cut_jobs_records_and_exit_130(
         )
         ledger = [json.loads(line) for line in (run_dir / "ledger.jsonl").read_text().splitlines()]
         assert any(a["kind"] == "attempt" for a in ledger)  # what the cut job spent, priced
-        resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=scaled(240))
         assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert sorted(predictions(run_dir)) == sorted(pq.read_table(sentences_parquet).column("id").to_pylist())
 
@@ -466,10 +470,10 @@ def test_a_second_coordinator_on_the_same_job_refuses_before_launching_anything(
         # finished its job and let go of it before the second had started, and the second ran the job
         coordinator.send_signal(signal.SIGSTOP)
         try:
-            refused = subprocess.run(second, env=env, capture_output=True, text=True, timeout=60)
+            refused = subprocess.run(second, env=env, capture_output=True, text=True, timeout=scaled(60))
         finally:
             coordinator.send_signal(signal.SIGCONT)
-        _, stderr = coordinator.communicate(timeout=240)
+        _, stderr = coordinator.communicate(timeout=scaled(240))
         assert coordinator.returncode == 0, stderr.decode()[-3000:]
     assert refused.returncode == 2, refused.stderr[-3000:]
     assert (
@@ -518,7 +522,7 @@ def test_a_full_disk_mid_run_is_one_line_no_instance_left_and_a_resume_finishes(
             env=env,
             capture_output=True,
             text=True,
-            timeout=240,
+            timeout=scaled(240),
         )
         assert full.returncode == 2, full.stderr[-3000:]
         assert "Traceback" not in full.stderr
@@ -526,7 +530,7 @@ def test_a_full_disk_mid_run_is_one_line_no_instance_left_and_a_resume_finishes(
         assert last.startswith("error: ") and f"the same command with --job-id {job}" in last, last
         assert str(run_dir) in last
         assert alive(stack, job) == []
-        resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=scaled(240))
         assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert sorted(predictions(run_dir)) == sorted(pq.read_table(sentences_parquet).column("id").to_pylist())
     assert alive(stack, job) == []
@@ -584,10 +588,10 @@ def run_command(outputs: Path, endpoint: str, job: str, run_dir: Path, spend_log
 
 
 def _first_running_instance(path: Path, coordinator: subprocess.Popen[bytes]) -> str:
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + scaled(90)
     while time.monotonic() < deadline and coordinator.poll() is None:
         try:
-            with sqlite3.connect(path, timeout=1) as db:
+            with sqlite3.connect(path, timeout=scaled(1)) as db:
                 found = db.execute(
                     "SELECT a.instance_id FROM attempts a JOIN segments s USING (job_id, segment_id) "
                     "WHERE s.state = 'RUNNING' AND a.ended_at IS NULL AND a.instance_id IS NOT NULL"
@@ -637,7 +641,7 @@ def test_run_cli_names_a_bad_outputs_file(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert result.returncode == 2
     assert f"{outputs}: no 'launch_template_ids' output" in result.stderr

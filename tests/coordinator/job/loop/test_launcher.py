@@ -13,6 +13,7 @@ from coordinator.job.aws.capacity_pools import Placement
 from coordinator.job.core.segment_states import SegmentState
 from coordinator.job.core.worker_contract import LaunchRequest
 from tests.coordinator.job.loop.live_loop import FakeFleet, live_loop
+from tests.host_load import scaled
 
 Answer = Placement | LaunchError | AwsSetupError
 
@@ -22,7 +23,7 @@ class TogetherFleet(FakeFleet):
 
     def __init__(self, together: int, answers: dict[str, Answer]) -> None:
         super().__init__()
-        self.barrier = threading.Barrier(together, timeout=10)
+        self.barrier = threading.Barrier(together, timeout=scaled(10))
         self.answers = answers
         self.calls = 0
 

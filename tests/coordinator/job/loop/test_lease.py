@@ -17,6 +17,7 @@ import pytest
 
 from coordinator.errors import JobLeaseHeld, JobLeaseLost
 from coordinator.job.loop.lease import JobLease
+from tests.host_load import scaled
 
 BUCKET, KEY = "lease-bucket", "jobs/job-1/coordinator.lease"
 
@@ -68,7 +69,7 @@ def test_a_coordinator_whose_lease_was_taken_over_stops(s3: Any, tmp_path: Path)
     try:
         lease.check()
         _write(s3, host="server-2", pid=7, run_dir="/y", token="u", expires_at=time.time() + 600)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + scaled(5)
         while not lease.lost:
             assert time.monotonic() < deadline, "the renewal never noticed"
             time.sleep(0.05)

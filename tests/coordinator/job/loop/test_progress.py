@@ -12,6 +12,7 @@ from rich.console import Console
 from coordinator.job.core.state_file import CoordinatorState
 from coordinator.job.loop.progress import SUMMARY_ABOVE, SegmentStatus, summarize
 from coordinator.sim.progress import status_table
+from tests.host_load import scaled
 
 
 def _statuses(count: int) -> list[SegmentStatus]:
@@ -51,7 +52,7 @@ def test_spotbatch_status_summarizes_a_big_job(tmp_path: Path) -> None:
         [sys.executable, "-m", "coordinator", "status", str(tmp_path), "--events", "2"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
