@@ -6,13 +6,16 @@
     jobs/<job>/checkpoints/<segment>.json                    which parts count, and where to resume
     jobs/<job>/heartbeats/<segment>.json                     the worker's latest beat
     jobs/<job>/manifests/<segment>.json                      a done segment's parts, rows and id digest
-    jobs/<job>/manifest.json                                 the job's result: every part, rows, digest
+    jobs/<job>/control/coordinator.lease                     which coordinator runs the job
+    jobs/<job>/control/manifest.json                         the job's result: every part, rows, digest
 
 Keys below `jobs/<job>/` are relative to the job's prefix: the worker is given `s3://<bucket>/jobs/<job>` as
 its output prefix. `<w>` is 12 hex digits of the writing attempt's id (no `.<w>` for a run outside a job):
-a stale attempt's part never has the key of a part a newer attempt lists. The Terraform worker role
-(`worker_iam`) grants exactly these two prefixes; a test holds its defaults and the user-data template to
-this module.
+a stale attempt's part never has the key of a part a newer attempt lists. A job's workers may write its
+`WORKER_PREFIXES` and nothing else of it: `control/` is the coordinator's alone (its lease, the job's
+manifest), so no worker can lock, take or fake the job (`coordinator/stack/permissions.py`; a test holds it
+with moto's IAM enforcement). The Terraform worker role (`worker_iam`) bounds the data and jobs prefixes; a
+test holds its defaults and the user-data template to this module.
 """
 
 from __future__ import annotations
@@ -44,7 +47,10 @@ def manifest_key(segment_id: str) -> str:
     return f"manifests/{segment_id}.json"
 
 
-JOB_MANIFEST_KEY = "manifest.json"
+CONTROL_PREFIX = "control/"  # the coordinator's alone: no worker role may write under it
+JOB_LEASE_KEY = f"{CONTROL_PREFIX}coordinator.lease"
+JOB_MANIFEST_KEY = f"{CONTROL_PREFIX}manifest.json"
+WORKER_PREFIXES = ("parts/", "checkpoints/", "heartbeats/", "manifests/")  # all a worker writes of its job
 
 
 def parts_prefix(segment_id: str) -> str:

@@ -42,6 +42,7 @@ from coordinator.stack.outputs import StackOutputs
 from inference.config import DEFAULT_BATCH_SIZE, DEFAULT_CHECKPOINT_EVERY
 from inference.heartbeat import HEARTBEAT_SECONDS, STEADY_HEARTBEAT_SECONDS
 from inference.interruption import NOTICE_POLL_SECONDS
+from inference.layout import JOB_MANIFEST_KEY
 
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,47}$")  # an S3 prefix, a role name, a tag: all fit
 
@@ -200,7 +201,7 @@ def run_command(args: argparse.Namespace) -> int:
     )
     print_summary(result.ledger_path, run_dir, fetched=result.merge is not None)
     if result.manifest and result.merge is None:
-        print(f"output s3://{cloud.bucket}/jobs/{job_id}/manifest.json (spotbatch fetch {job_id})")
+        print(f"output s3://{cloud.bucket}/jobs/{job_id}/{JOB_MANIFEST_KEY} (spotbatch fetch {job_id})")
     if outcome.stopped:
         print(f"stopped: {outcome.stopped}", file=sys.stderr)
         return 2

@@ -4,9 +4,10 @@
   launch only from the stack's templates, terminate only the project's instances, make and delete one
   worker role per job under the stack's role path and only with the stack's permissions boundary, pass
   only those roles to EC2, upload the input, read the job's outputs, metrics and logs, prices and quotas.
-- `worker_job_policy`: the inline policy of one job's worker role: read the input, write under
-  `jobs/<its job>/` only, pull the worker image, write its logs and metrics. The stack's boundary
-  (terraform/modules/worker_iam) caps it.
+- `worker_job_policy`: the inline policy of one job's worker role: read the input, write its job's parts,
+  checkpoints, heartbeats and segment manifests and nothing else (not the job's control prefix: the lease
+  and the job's manifest are the coordinator's), pull the worker image, write its logs and metrics. The
+  stack's boundary (terraform/modules/worker_iam) caps it.
 - `worker_trust_policy`: who may assume a worker role: EC2, and on an emulator the simulator that plays it.
 
 Applying the stack (`make apply-real`) creates a VPC, a bucket, a repository, a log group and an IAM policy:
@@ -26,9 +27,8 @@ from __future__ import annotations
 from coordinator.stack.iam_documents import StackArns, Statement
 from coordinator.stack.key_permissions import bucket_key, volume_key
 from coordinator.stack.outputs import StackOutputs
-from inference.layout import JOB_MANIFEST_KEY, manifest_key
+from inference.layout import JOB_LEASE_KEY, JOB_MANIFEST_KEY, WORKER_PREFIXES, manifest_key
 
-JOB_LEASE = "coordinator.lease"  # the object in a job's prefix that says which coordinator runs it
 COMMIT_WHY = "the job's manifest once its outputs are proven exactly once, and a done segment's manifest its worker died before writing (both derived from what the job wrote)"  # noqa: E501
 
 
@@ -207,7 +207,7 @@ def _job_prefix_statements(arns: StackArns) -> list[Statement]:
                 ),
                 ("s3:DeleteObject", "the job's lease, released when the job ends"),
             ),
-            (f"{arns.bucket_arn}/{arns.job_prefix}*/{JOB_LEASE}",),
+            (f"{arns.bucket_arn}/{arns.job_prefix}*/{JOB_LEASE_KEY}",),
         ),
         Statement(
             "CommitJobOutputs",
@@ -237,11 +237,11 @@ def worker_job_policy(arns: StackArns, job_id: str) -> list[Statement]:
             "WriteItsJob",
             (
                 ("s3:GetObject", "its checkpoint, to resume"),
-                ("s3:PutObject", "its output parts, checkpoint and heartbeat"),
+                ("s3:PutObject", "its output parts, checkpoint, heartbeat and segment manifest"),
                 ("s3:PutObjectTagging", "tags on its parts (attempt, rows)"),
                 ("s3:DeleteObject", "parts a killed attempt wrote after its last checkpoint"),
             ),
-            (f"{arns.bucket_arn}/{job}*",),
+            tuple(f"{arns.bucket_arn}/{job}{prefix}*" for prefix in WORKER_PREFIXES),
         ),
         Statement(
             "ListItsJob",

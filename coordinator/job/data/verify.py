@@ -7,7 +7,8 @@ exactly once (a missing, duplicated or foreign id changes the digest). A segment
 whose manifest was never written (its worker died between the two writes) has it written here from that
 checkpoint, as the worker would have.
 
-When every segment holds, the job's manifest goes beside them, `jobs/<job>/manifest.json`: the parts that
+When every segment holds, the job's manifest is written, `jobs/<job>/control/manifest.json` (no worker may
+write there): the parts that
 are the job's output (one Parquet dataset: pyarrow, DuckDB and Athena read the list), the row count and the
 job's digest. Otherwise `MergeError` names the segments that do not hold, and nothing is written.
 

@@ -49,7 +49,7 @@ from coordinator.job.aws import (
 from coordinator.job.core import CloudClock, CoordinatorState, JobSpec, quotes_for
 from coordinator.job.data import JobManifest, MergeReport, merge_results, open_job, verify_outputs
 from coordinator.job.loop.controller import INTERRUPTED, Controller, JobOutcome
-from coordinator.job.loop.lease import LEASE_NAME, JobLease
+from coordinator.job.loop.lease import JobLease, lease_key
 from coordinator.job.loop.progress import SegmentStatus, run_log
 from coordinator.policies.registry import make_policy
 from inference.layout import job_prefix
@@ -98,7 +98,7 @@ def run_job(
         usage = UsageRecorder(
             cloud.cloudwatch, cloud.stack.metrics_namespace, run_dir / "usage.jsonl", clock=clock
         )
-        with run_log(run_dir), _lease(cloud, spec, run_dir) as lease:  # JobLeaseHeld: another coordinator
+        with _lease(cloud, spec, run_dir) as lease, run_log(run_dir):  # JobLeaseHeld: another coordinator
             controller = Controller(
                 spec=spec,
                 state=state,
@@ -170,7 +170,7 @@ def _ledger(
 
 def _lease(cloud: CloudTarget, spec: JobSpec, run_dir: Path) -> JobLease:
     """The job's lease in its S3 prefix: one coordinator per job, across machines."""
-    return JobLease(cloud.s3, cloud.bucket, f"{job_prefix(spec.job_id)}/{LEASE_NAME}", run_dir=run_dir)
+    return JobLease(cloud.s3, cloud.bucket, lease_key(spec.job_id), run_dir=run_dir)
 
 
 def _with_log_reasons(outcome: JobOutcome, tail: WorkerLogTail) -> JobOutcome:

@@ -26,7 +26,7 @@ from coordinator.paths import TERRAFORM_DIR
 from coordinator.stack.iam_documents import render
 from coordinator.stack.permissions import worker_job_policy
 from coordinator.stack.policy_docs import placeholder_arns
-from inference.layout import DATA_PREFIX, JOBS_PREFIX, job_prefix
+from inference.layout import DATA_PREFIX, JOBS_PREFIX, WORKER_PREFIXES, job_prefix
 
 TEMPLATE = TERRAFORM_DIR / "modules" / "worker_templates" / "user_data.sh.tftpl"
 REQUEST = LaunchRequest(
@@ -90,4 +90,6 @@ def test_the_worker_role_grants_the_layout_prefixes() -> None:
     arns = placeholder_arns()
     job_policy = render(worker_job_policy(arns, "job-1"))
     writes = [s for s in job_policy["Statement"] if "s3:PutObject" in s["Action"]]
-    assert [s["Resource"] for s in writes] == [f"arn:aws:s3:::{arns.bucket}/{job_prefix('job-1')}/*"]
+    assert [s["Resource"] for s in writes] == [
+        [f"arn:aws:s3:::{arns.bucket}/{job_prefix('job-1')}/{prefix}*" for prefix in WORKER_PREFIXES]
+    ]

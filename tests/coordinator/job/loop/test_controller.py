@@ -466,13 +466,24 @@ def test_a_second_coordinator_on_the_same_job_refuses_before_launching_anything(
     with simulated_machines(stack, busy_model_dir, tmp_path, job):
         coordinator = subprocess.Popen(first, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         _first_running_instance(tmp_path / "first" / "state.db", coordinator)
-        # the first held still while the second looks (its lease holds 90 s): on a loaded host the first
-        # finished its job and let go of it before the second had started, and the second ran the job
+        # the first held still until the second watches its lease (on a loaded host the first finished and
+        # let go of the job before the second had started, and the second ran it); then it goes on and renews
+        # its lease (or finishes and releases it) while the second watches, and the second refuses
         coordinator.send_signal(signal.SIGSTOP)
+        said: list[str] = []
         try:
-            refused = subprocess.run(second, env=env, capture_output=True, text=True, timeout=scaled(60))
+            watcher = subprocess.Popen(
+                second, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            assert watcher.stderr is not None
+            for line in watcher.stderr:  # until it says it watches the first's lease (or it ends)
+                said.append(line)
+                if "taken over if not renewed" in line:
+                    break
         finally:
             coordinator.send_signal(signal.SIGCONT)
+        out, err = watcher.communicate(timeout=scaled(240))
+        refused = subprocess.CompletedProcess(second, watcher.returncode, out, "".join(said) + err)
         _, stderr = coordinator.communicate(timeout=scaled(240))
         assert coordinator.returncode == 0, stderr.decode()[-3000:]
     assert refused.returncode == 2, refused.stderr[-3000:]
