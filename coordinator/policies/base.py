@@ -24,6 +24,9 @@ MAX_WORKER_CRASHES = 2  # a worker that died twice on one segment dies a third t
 # instances of one segment that ended without their worker's first heartbeat: the boot fails (the image,
 # the registry, the script), whatever the market; a fourth boot would fail alike, and bill alike
 MAX_SILENT_BOOTS = 3
+# attempts of one segment lost after their worker had beaten, on an instance nobody reclaimed (a worker that
+# hangs, or cannot reach S3): a coordinator clock that ran ahead relaunched one segment 99 times in 200 s
+MAX_WENT_SILENT = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,7 @@ class SegmentHistory:
     last_market: Market | None = None  # the market of the attempt that just ended
     worker_crashes: int = 0  # attempts whose worker died (not interruptions: never a reason to retry spot)
     silent_boots: int = 0  # attempts lost or crashed before their worker's first heartbeat
+    went_silent: int = 0  # attempts lost after their worker's first heartbeat, not reclaimed by spot
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +55,8 @@ class Decision:
 def beyond_retry(history: SegmentHistory) -> Decision | None:
     """Give up, whatever the policy, once on-demand launches have failed too often, the worker has crashed
     too often (a bug or a segment it cannot process: another instance will not help), or instances have
-    ended too often before their worker ever ran (a boot that fails: on-demand relaunched it forever)."""
+    ended too often before their worker ever ran (a boot that fails: on-demand relaunched it forever), or
+    workers that had started have gone silent too often (a worker that hangs: the same)."""
     if history.on_demand_launch_failures >= MAX_ON_DEMAND_LAUNCH_FAILURES:
         return Decision(None, f"{history.on_demand_launch_failures} on-demand launch failures")
     if history.worker_crashes >= MAX_WORKER_CRASHES:
@@ -61,5 +66,12 @@ def beyond_retry(history: SegmentHistory) -> Decision | None:
             None,
             f"{history.silent_boots} instances ended before their worker's first heartbeat: the boot fails; "
             "see the boot log (stream <job>/<segment>/<instance>/boot of the stack's log group)",
+        )
+    if history.went_silent >= MAX_WENT_SILENT:
+        return Decision(
+            None,
+            f"{history.went_silent} attempts went silent after their worker had started (no heartbeat "
+            "within the timeout, the instance not reclaimed): the worker hangs or cannot reach S3; see its "
+            "log (stream <job>/<segment>/<instance> of the stack's log group)",
         )
     return None

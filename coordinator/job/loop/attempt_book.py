@@ -164,8 +164,9 @@ class AttemptBook:
 
     def _bill_end(self, attempt: AttemptRow, view: AttemptView | None) -> float:
         """When the instance stopped billing, in cloud seconds: now, unless it had already shut itself down
-        after its worker's last heartbeat (the boot script powers off when the worker exits), as when it
-        ended while the coordinator was down: then the last heartbeat's time, not the time it was noticed."""
+        after its worker's last heartbeat (the boot script powers off when the worker exits): then when that
+        beat was heard, or, for one already written when this coordinator first looked (it ended while the
+        coordinator was down), the beat's own time, bounded by the launch and now."""
         assert attempt.launched_at is not None
         now = self._clock.now()
         beat = view.heartbeat if view else None
@@ -173,4 +174,6 @@ class AttemptBook:
             return now
         if view.instance_state is not None and view.instance_state not in GONE_STATES:
             return now  # still running: it bills until the terminate just confirmed
+        if view.heard_at is not None:
+            return max(attempt.launched_at, min(now, view.heard_at))
         return max(attempt.launched_at, min(now, self._clock.at(beat.ts)))

@@ -148,7 +148,7 @@ class Controller:
     # -- the loop ---------------------------------------------------------------------------------------
 
     def run(self) -> JobOutcome:
-        started_wall, started_cloud = time.time(), self.clock.now()
+        started_wall, started_cloud = time.monotonic(), self.clock.now()
         instances = self.fleet.job_instances(self.spec.job_id)
         reconcile(
             self.table, self.launcher, self.book, self.guard, instances=instances, job_id=self.spec.job_id
@@ -181,7 +181,7 @@ class Controller:
                 self.events.close()
             self.monitor.heartbeats.close()
         self.book.confirm_nothing_left()
-        outcome = self._outcome(started_cloud, time.time() - started_wall, stopped)
+        outcome = self._outcome(started_cloud, time.monotonic() - started_wall, stopped)
         if stopped == INTERRUPTED:
             raise JobInterrupted(outcome)
         return outcome
@@ -193,7 +193,7 @@ class Controller:
         if events is not None and self.handover.take(events, self.monitor.instances.look_again):
             self._launch()  # a segment handed over: its replacement goes out before the fleet is looked at
         try:
-            views = self.monitor.observe(self.table.watched(), now=time.time())
+            views = self.monitor.observe(self.table.watched())
         except ThrottledError as error:  # EC2 busy past the retries: look again next cycle, decide nothing
             log.warning("no look at the fleet this cycle: %s", error)
             views = []

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
@@ -33,7 +32,6 @@ from inference.store_errors import ObjectNotFound
 
 HEARTBEATS_PREFIX = heartbeat_key("").rsplit("/", 1)[0] + "/"
 MAX_HEARTBEAT_BYTES = 16 * 1024  # a worker's is a few hundred bytes; its message is cut at 2,000 characters
-CLOCK_SKEW_SECONDS = 300.0  # a worker's clock may run this far ahead of the coordinator's (NTP keeps both)
 BEAT_STATES = frozenset(get_args(HeartbeatState))
 HEARTBEAT_FIELDS: dict[str, tuple[type, ...]] = {  # each field of a heartbeat, and the JSON types it may be
     f.name: (int, float) if f.type in ("float", float) else ((int,) if f.type in ("int", int) else (str,))
@@ -49,19 +47,19 @@ class RequestCount:
     gets: int = 0
 
 
-def parse_heartbeat(segment_id: str, data: bytes, now: float | None = None) -> Heartbeat | None:
+def parse_heartbeat(segment_id: str, data: bytes) -> Heartbeat | None:
     """The heartbeat object of `segment_id`, or None (logged) when it is not one a worker of this segment
-    writes: not UTF-8, not JSON, nested, huge, a field of the wrong type, a state no worker sends, a time
-    that is not finite or lies ahead of `now` (a beat from the future would never go stale)."""
+    writes: not UTF-8, not JSON, nested, huge, a field of the wrong type or not finite, a state no worker
+    sends. Its `ts` is the worker's clock's and may be anything finite: no age is read from it (`monitor`)."""
     try:
         document = load_json(data, what=f"heartbeat of {segment_id}", max_bytes=MAX_HEARTBEAT_BYTES)
-        return _heartbeat_of(segment_id, document, time.time() if now is None else now)
+        return _heartbeat_of(segment_id, document)
     except UntrustedInput as refusal:  # a torn, foreign or forged object: as if there were no beat
         log.warning("%s; ignored", refusal)
         return None
 
 
-def _heartbeat_of(segment_id: str, document: Any, now: float) -> Heartbeat:
+def _heartbeat_of(segment_id: str, document: Any) -> Heartbeat:
     what = f"heartbeat of {segment_id}"
     if not isinstance(document, dict):
         raise UntrustedInput(f"{what}: {type(document).__name__}, not an object")
@@ -81,10 +79,6 @@ def _heartbeat_of(segment_id: str, document: Any, now: float) -> Heartbeat:
         raise UntrustedInput(f"{what}: state {values['state']!r:.40} is not one a worker sends")
     if values.get("segment_id") != segment_id:
         raise UntrustedInput(f"{what}: it names segment {values.get('segment_id')!r:.40}")
-    if float(values.get("ts", 0.0)) > now + CLOCK_SKEW_SECONDS:
-        raise UntrustedInput(
-            f"{what}: ts {values['ts']} is ahead of this clock by more than {CLOCK_SKEW_SECONDS:g} s"
-        )
     try:
         return Heartbeat(**values)
     except TypeError as error:

@@ -9,8 +9,8 @@ instance runs (as a node's lease is for Kubernetes). A cycle then describes only
 no such proof:
 
 - attempts without a heartbeat yet (booting: did the instance die before its worker started?);
-- attempts whose heartbeat is older than `quiet_seconds` (a steady worker beats more often than that: a
-  silent one may be gone, and EC2's word tells a reclaim from a hung worker);
+- attempts whose heartbeat has not changed for `quiet_seconds` (a steady worker beats more often than that:
+  a silent one may be gone, and EC2's word tells a reclaim from a hung worker);
 - instances it has never seen;
 
 - the instances an event named since the last look (`look_again(instance_id)`);
@@ -25,7 +25,7 @@ Usage::
 
     watch = InstanceWatch(fleet, job_id, full_look_seconds=FULL_LOOK_SECONDS, quiet_seconds=45, small_job=100)
     watch.look_again("i-0abc")                          # an event named this instance
-    instances = watch.look(attempts, heartbeat_ts, now)  # {instance id: InstanceInfo}
+    instances = watch.look(attempts, heard_at, now)  # {instance id: InstanceInfo}; times on one clock
 """
 
 from __future__ import annotations
@@ -90,10 +90,10 @@ class InstanceWatch:
             self._named.add(instance_id)
 
     def look(
-        self, attempts: Iterable[Watched], heartbeat_ts: Mapping[str, float], now: float
+        self, attempts: Iterable[Watched], heard_at: Mapping[str, float], now: float
     ) -> dict[str, InstanceInfo]:
-        """EC2's word on the instances of `attempts`; `heartbeat_ts` is each attempt's newest heartbeat time
-        (absent: none yet)."""
+        """EC2's word on the instances of `attempts`; `heard_at` is when each attempt's heartbeat last
+        changed (absent: none yet), on the clock `now` is read on (the monitor's monotonic one)."""
         attempts = list(attempts)
         named, self._named = self._named, set()
         if len(attempts) <= self.small_job or self._full_look_due(now):
@@ -108,7 +108,7 @@ class InstanceWatch:
                 if a.instance_id is not None
                 and (
                     a.instance_id not in self.known
-                    or now - heartbeat_ts.get(a.attempt_id, float("-inf")) > self.quiet_seconds
+                    or now - heard_at.get(a.attempt_id, float("-inf")) > self.quiet_seconds
                 )
             }
         )

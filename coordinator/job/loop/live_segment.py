@@ -97,6 +97,7 @@ class LiveSegment:
             on_demand_launch_failures=count("on-demand", ("failed-launch",)),
             worker_crashes=count("spot", ("crashed",)) + count("on-demand", ("crashed",)),
             silent_boots=sum(a.end_reason in SILENT_ENDS and a.heartbeat_puts == 0 for a in attempts),
+            went_silent=sum(a.end_reason == "lost" and a.heartbeat_puts > 0 for a in attempts),
             last_market=last,
         )
 

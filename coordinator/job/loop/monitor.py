@@ -10,27 +10,33 @@ matches:
 2. the instance is gone (terminated, shutting down, or not listed `LISTING_LAG_SECONDS` after its launch)
    -> lost, with EC2's reason
    (`StateReason`): the controller tells a spot reclaim from a crashed worker by it (`lost_end_reason`);
-3. heartbeat older than `heartbeat_timeout` -> lost;
-4. no heartbeat of this attempt yet: lost once `boot_timeout` has passed since the launch, else booting;
+3. no beat of this attempt heard for `heartbeat_timeout` -> lost;
+4. no heartbeat of this attempt yet: lost once `boot_timeout` has passed since it was first watched, else
+   booting;
 5. otherwise running.
+
+Every age is the monitor's own: seconds on this process's monotonic clock since it first watched the attempt
+(its launch, or the restart that adopted it) and since it last heard a beat of the attempt change (a new
+object under the heartbeat key). The worker's `ts` is its own clock's: it is never compared with this one (a
+coordinator clock 60-90 s ahead took every worker for lost at its first beat, and relaunched it 99 times).
 
 Only heartbeats of the attempt the coordinator launched count: the object may still hold an older
 attempt's last words. A heartbeat is untrusted input (any worker of the job may write it): one that does not
 parse is no beat (`heartbeats.parse_heartbeat`), and a `done` beat counts only when the segment's checkpoint
 proves it (done by this attempt, every row of the segment's range, every part it lists present);
-otherwise it is ignored, and the attempt goes stale as a silent one would. Times are wall-clock seconds
-(heartbeat timestamps are the worker's clock; an attempt's launch is read back from its cloud time).
+otherwise it is ignored, and the attempt goes stale as a silent one would.
 
 Usage::
 
     monitor = Monitor(store, fleet, job_id, clock=clock, heartbeat_timeout=20, boot_timeout=600)
-    for view in monitor.observe(attempts, now=time.time()):      # the state file's rows of open attempts
-        view.verdict, view.reason, view.heartbeat
+    for view in monitor.observe(attempts):      # the state file's rows of open attempts
+        view.verdict, view.reason, view.heartbeat, view.heard_at   # heard_at: cloud time the last beat came
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -62,6 +68,7 @@ class AttemptView:
     instance_state: str | None  # None: EC2 does not list it
     heartbeat: Heartbeat | None  # the latest heartbeat of this attempt seen so far
     state_reason: str = ""  # EC2's StateReason code of a gone instance
+    heard_at: float | None = None  # cloud time it was heard (None: already there at the first look)
 
 
 def judge(
@@ -69,37 +76,33 @@ def judge(
     heartbeat: Heartbeat | None,
     instance_state: str | None,
     *,
-    launched_wall: float,
-    now: float,
+    watched_for: float,
+    silent_for: float | None,
     heartbeat_timeout: float,
     boot_timeout: float,
     state_reason: str = "",
 ) -> tuple[Verdict, str]:
-    """The rules of the module docstring, as one pure function (`launched_wall`: the attempt's launch as a
-    wall-clock time)."""
+    """The rules of the module docstring, as one pure function. `watched_for`: seconds since the monitor
+    first watched the attempt; `silent_for`: seconds since it last heard a beat of it (None: none yet); both
+    on the monitor's own clock."""
     if heartbeat is not None and heartbeat.state == "done":
         return "done", f"heartbeat done ({heartbeat.rows_done}/{heartbeat.rows_total} rows)"
     if heartbeat is not None and heartbeat.state == "failed":
         return "failed", f"worker failed: {heartbeat.message}"
     if heartbeat is not None and heartbeat.state == "draining":
         return "draining", f"heartbeat draining ({heartbeat.message or 'stop requested'})"
-    if instance_state is None and heartbeat is None and now - launched_wall < LISTING_LAG_SECONDS:
-        return (
-            "booting",
-            f"{attempt.instance_id} not listed by EC2 yet (launched {now - launched_wall:.1f} s ago)",
-        )
+    if instance_state is None and heartbeat is None and watched_for < LISTING_LAG_SECONDS:
+        return "booting", f"{attempt.instance_id} not listed by EC2 yet (watched {watched_for:.1f} s)"
     if instance_state is None or instance_state in GONE_STATES:
         why = f" ({state_reason})" if state_reason else ""
         return "lost", f"instance {attempt.instance_id} is {instance_state or 'not listed'}{why}"
-    if heartbeat is not None:
-        age = now - heartbeat.ts
-        if age > heartbeat_timeout:
-            return "lost", f"no heartbeat for {age:.1f} s (timeout {heartbeat_timeout:g} s)"
+    if heartbeat is not None and silent_for is not None:
+        if silent_for > heartbeat_timeout:
+            return "lost", f"no heartbeat for {silent_for:.1f} s (timeout {heartbeat_timeout:g} s)"
         return "running", "heartbeat fresh"
-    waited = now - launched_wall
-    if waited > boot_timeout:
-        return "lost", f"no heartbeat {waited:.1f} s after launch (boot timeout {boot_timeout:g} s)"
-    return "booting", f"waiting for the first heartbeat ({waited:.1f} s)"
+    if watched_for > boot_timeout:
+        return "lost", f"no heartbeat {watched_for:.1f} s after launch (boot timeout {boot_timeout:g} s)"
+    return "booting", f"waiting for the first heartbeat ({watched_for:.1f} s)"
 
 
 class Monitor:
@@ -114,10 +117,12 @@ class Monitor:
         boot_timeout: float,
         full_look_seconds: float | None = None,
         segment_range: Callable[[str], tuple[int, int]] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         """`full_look_seconds`: with an events queue, how often the whole job is listed (`instance_watch.py`);
         None lists it every cycle. `segment_range`: a segment's rows (start, stop), that a `done` beat's
-        checkpoint must cover (None: the checkpoint's own)."""
+        checkpoint must cover (None: the checkpoint's own). `monotonic`: the clock every age is read on."""
+        self.monotonic = monotonic
         self.segment_range = segment_range
         self.store = store
         self.clock = clock
@@ -130,45 +135,60 @@ class Monitor:
         self.heartbeat_timeout = heartbeat_timeout
         self.boot_timeout = boot_timeout
         self._latest: dict[str, Heartbeat] = {}  # attempt id -> its newest heartbeat seen
+        self._heard: dict[str, tuple[float, float | None]] = {}  # attempt id -> (monotonic, cloud) time heard
+        self._watched: dict[str, float] = {}  # attempt id -> monotonic time it was first watched
 
     def latest_heartbeat(self, attempt_id: str) -> Heartbeat | None:
         return self._latest.get(attempt_id)
 
     def forget(self, attempt_id: str) -> None:
         self._latest.pop(attempt_id, None)
+        self._heard.pop(attempt_id, None)
+        self._watched.pop(attempt_id, None)
 
-    def observe(self, open_attempts: Iterable[AttemptRow], *, now: float) -> list[AttemptView]:
+    def observe(self, open_attempts: Iterable[AttemptRow]) -> list[AttemptView]:
         """A view of each launched attempt (one without an instance yet is not watched)."""
         attempts = [a for a in open_attempts if a.instance_id is not None and a.launched_at is not None]
         if not attempts:
             return []
+        now = self.monotonic()
+        for attempt in attempts:
+            self._watched.setdefault(attempt.attempt_id, now)
         beats = self.heartbeats.changed(a.segment_id for a in attempts)
         for attempt in attempts:
             beat = beats.get(attempt.segment_id)
-            if beat is not None and beat.attempt == attempt.attempt_id:
-                seen = self._latest.get(attempt.attempt_id)
-                if (seen is None or beat.ts >= seen.ts) and (beat.state != "done" or self._done_proven(beat)):
-                    self._latest[attempt.attempt_id] = beat
-        heartbeat_ts = {a: beat.ts for a, beat in self._latest.items()}
-        instances = self.instances.look(attempts, heartbeat_ts, now)
+            if beat is not None and beat.attempt == attempt.attempt_id and self._takes(beat):
+                self._latest[attempt.attempt_id] = beat
+                live = self._watched[attempt.attempt_id] < now  # else written before this process looked
+                self._heard[attempt.attempt_id] = (now, self.clock.now() if live else None)
+        heard = {a: mono for a, (mono, _) in self._heard.items()}
+        instances = self.instances.look(attempts, heard, now)
         views = []
         for attempt in attempts:
             heartbeat = self._latest.get(attempt.attempt_id)
             info = instances.get(attempt.instance_id or "")
             state, state_reason = (info.state, info.state_reason) if info else (None, "")
-            assert attempt.launched_at is not None  # watched because it was launched
+            heard_mono, heard_cloud = self._heard.get(attempt.attempt_id, (None, None))
             verdict, reason = judge(
                 attempt,
                 heartbeat,
                 state,
-                launched_wall=self.clock.wall_at(attempt.launched_at),
-                now=now,
+                watched_for=now - self._watched[attempt.attempt_id],
+                silent_for=None if heard_mono is None else now - heard_mono,
                 heartbeat_timeout=self.heartbeat_timeout,
                 boot_timeout=self.boot_timeout,
                 state_reason=state_reason,
             )
-            views.append(AttemptView(attempt, verdict, reason, state, heartbeat, state_reason))
+            views.append(AttemptView(attempt, verdict, reason, state, heartbeat, state_reason, heard_cloud))
         return views
+
+    def _takes(self, beat: Heartbeat) -> bool:
+        """A changed beat of the attempt is its newest (the object was rewritten), but a final word stays
+        final, and a `done` counts only with its checkpoint's proof."""
+        seen = self._latest.get(beat.attempt)
+        if seen is not None and seen.state in ("done", "failed"):
+            return False
+        return beat.state != "done" or self._done_proven(beat)
 
     def _done_proven(self, beat: Heartbeat) -> bool:
         segment = beat.segment_id

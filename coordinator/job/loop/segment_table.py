@@ -114,7 +114,7 @@ class SegmentTable(WatchedAttempts):
         """Its instance is gone or its worker silent: the work since the checkpoint is redone."""
         segment = view.attempt.segment_id
         told = self._switching.get(segment)
-        if told is not None and time.time() - told < self._spec.heartbeat_timeout:
+        if told is not None and time.monotonic() - told < self._spec.heartbeat_timeout:
             return  # terminated on purpose: its drain heartbeat is on the way
         self._state.set_lost(self._job, segment, reason=view.reason)
         ended = lost_end_reason(view)  # a reclaim, a crashed worker, or unknown: EC2's StateReason
@@ -135,7 +135,7 @@ class SegmentTable(WatchedAttempts):
     def switch(self, segment: str) -> None:
         """Its on-demand instance is told to stop: it drains to its checkpoint, then spot takes over."""
         attempt = self._active[segment]
-        self._switching[segment] = time.time()
+        self._switching[segment] = time.monotonic()
         assert attempt.instance_id is not None
         self._book.stop(attempt.instance_id)
 

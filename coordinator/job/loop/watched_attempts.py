@@ -24,7 +24,7 @@ class WatchedAttempts:
         self._active: dict[str, AttemptRow] = {}  # segment -> its launched attempt the loop watches
         self._leaving: dict[str, AttemptRow] = {}  # segment -> its warned attempt, draining while one boots
         self._rebalanced: dict[str, bool] = {}  # leaving attempt id -> its instance told to stop yet
-        self._switching: dict[str, float] = {}  # segment -> wall time its on-demand instance was told to stop
+        self._switching: dict[str, float] = {}  # segment -> monotonic time its instance was told to stop
         self._budget_stopped: set[str] = set()  # attempt ids whose instance the spend watch stopped
         self._boots: list[float] = []  # cloud seconds from launch to first heartbeat
         self._checkpointed: dict[str, int] = {}  # segment -> rows its checkpoint holds, read once an attempt

@@ -38,6 +38,7 @@ class FakeFleet:
         self.launched: list[LaunchRequest] = []
         self.terminated: list[list[str]] = []  # asked, not waited for
         self.confirmed: list[list[str]] = []
+        self.stopped: dict[str, str] = {}  # instance id -> its StateReason: it terminated on its own
         self.api_retries = 0
 
     def launch_placed(self, request: LaunchRequest, *, repeat: bool = False) -> Placement:
@@ -48,8 +49,14 @@ class FakeFleet:
         self.terminated.append(instance_ids)
 
     def job_instances(self, job_id: str) -> dict[str, InstanceInfo]:
-        """Every instance launched, running (what the monitor's look at the fleet sees)."""
-        return {f"i-{n}": InstanceInfo(f"i-{n}", "running", {}) for n in range(1, len(self.launched) + 1)}
+        """Every instance launched, running unless it stopped (what the monitor's look at the fleet sees)."""
+        ids = [f"i-{n}" for n in range(1, len(self.launched) + 1)]
+        return {
+            i: InstanceInfo(i, "terminated", {}, self.stopped[i])
+            if i in self.stopped
+            else InstanceInfo(i, "running", {})
+            for i in ids
+        }
 
     def instances(self, instance_ids: list[str]) -> dict[str, InstanceInfo]:
         return {i: info for i, info in self.job_instances("j").items() if i in instance_ids}
@@ -62,7 +69,7 @@ class FakeFleet:
 
 
 class Wall:
-    """A wall clock the test moves (the job's cloud clock reads it)."""
+    """A clock the test moves: the job's cloud clock reads it as the wall, the monitor as its monotonic."""
 
     def __init__(self) -> None:
         self.now = time.time()
@@ -133,7 +140,15 @@ def live_loop(
         {(m, TYPE): table.quote("aws", "us-east-1", TYPE, m) for m in ("spot", "on-demand")}, TYPE
     )
     guard = BudgetGuard(ceiling, tmp_path / "spend_log.jsonl")
-    monitor = Monitor(store, fleet, "j", clock=clock, heartbeat_timeout=60, boot_timeout=600)  # type: ignore[arg-type]
+    monitor = Monitor(
+        store,
+        fleet,  # type: ignore[arg-type]
+        "j",
+        clock=clock,
+        heartbeat_timeout=60,
+        boot_timeout=600,
+        monotonic=wall,  # the monitor's own clock: ages are read on it alone
+    )
     book = AttemptBook(
         job_id="j",
         state=state,

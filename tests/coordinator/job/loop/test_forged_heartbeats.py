@@ -25,7 +25,7 @@ def _launched(tmp_path: Path) -> LiveLoop:
 
 
 def _verdict(loop: LiveLoop) -> str:
-    (view,) = loop.monitor.observe([loop.attempt()], now=time.time())
+    (view,) = loop.monitor.observe([loop.attempt()])
     return view.verdict
 
 

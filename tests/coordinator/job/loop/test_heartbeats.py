@@ -103,7 +103,6 @@ def _forged(segment: str = "seg-0001", **fields: object) -> bytes:
         (b"\xff\xfe{}", "not UTF-8"),
         (b"[" * 5_000 + b"]" * 5_000, "nested deeper"),
         (_forged(ts="1796378400"), "ts '1796378400' is not"),
-        (_forged(ts=time.time() + 86_400), "ahead of this clock"),
         (_forged(ts=float("nan")), "ts nan is not finite"),
         (_forged(rows_done=True), "rows_done True is not int"),
         (_forged(state="finished"), "state 'finished'"),
