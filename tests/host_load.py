@@ -15,9 +15,13 @@ Usage::
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 import pytest
+
+from coordinator.sim.machine import PACE_REPORT
 
 SAMPLE_SECONDS = 0.3  # long enough for the scheduler to share out a core, short beside any slow test
 REFRESH_SECONDS = 30.0
@@ -54,3 +58,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marker = item.get_closest_marker("timeout")
         base = float(marker.args[0]) if marker is not None and marker.args else default
         item.add_marker(pytest.mark.timeout(base * factor), append=False)  # the closest: it wins
+
+
+def behind_pace(run_dir: Path, instance_id: str) -> float:
+    """The most its machine's pace report says the host held its worker back (a late start included)."""
+    report = run_dir / "workers" / "machines" / instance_id / PACE_REPORT
+    if not report.is_file():
+        return 0.0
+    pace = json.loads(report.read_text(encoding="utf-8"))
+    return max(float(pace.get("worst_lag_seconds", 0.0)), float(pace.get("late_start_seconds", 0.0)))

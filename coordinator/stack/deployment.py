@@ -19,11 +19,13 @@ Usage::
 from __future__ import annotations
 
 import json
+import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator.errors import InfraError
+from coordinator.errors import InfraError, TerraformError
 from coordinator.paths import TERRAFORM_DIR
 from coordinator.stack.defaults import (
     DEFAULT_INSTANCE_TYPE,
@@ -33,6 +35,8 @@ from coordinator.stack.defaults import (
 )
 from coordinator.stack.target import AwsTarget
 from coordinator.stack.terraform import Terraform
+
+log = logging.getLogger(__name__)
 
 STACK_DIR = TERRAFORM_DIR / "stacks" / "aws"
 
@@ -104,6 +108,16 @@ def _changes(document: dict[str, Any], action: str) -> list[str]:
     )
 
 
+def _created_twice(error: str) -> str:
+    """The resource a failed apply says already existed under the name it had just generated ("" if none):
+    `Error: creating <kind> (<name>): ... AlreadyExists...` in Terraform's words."""
+    for line in error.splitlines():
+        if "AlreadyExists" in line or "already in use" in line:
+            match = re.search(r"creating ([^(]+) \(([^)]+)\)", line)
+            return f"{match.group(1).strip()} {match.group(2)}" if match else line.strip()[:200]
+    return ""
+
+
 class Deployment:
     def __init__(self, state_dir: Path, target: AwsTarget) -> None:
         self.state_dir = state_dir
@@ -148,9 +162,26 @@ class Deployment:
         return self.outputs()
 
     def apply(self, variables: dict[str, Any]) -> dict[str, Any]:
+        """`terraform apply`, once more if a create found its own resource: beside a CPU hog, a launch
+        template's create answered "name already in use" for the name the same apply had just sent (the
+        first answer was lost on the way and the provider sent the call again). The second apply creates it
+        under a new generated name; the first, outside the state, is named in a warning (a launch template,
+        a security group or a role costs nothing, and carries the stack's tags)."""
         self._require_region(variables)
         self._init()
-        self.tf.apply(variables)
+        try:
+            self.tf.apply(variables)
+        except TerraformError as error:
+            found = _created_twice(str(error))
+            if not found:
+                raise
+            log.warning(
+                "terraform apply: %s already existed when the apply created it (a retried call): applying "
+                "again; delete the first %s by hand if it stays",
+                found,
+                found,
+            )
+            self.tf.apply(variables)
         return self.outputs()
 
     def outputs(self) -> dict[str, Any]:

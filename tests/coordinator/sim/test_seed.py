@@ -5,17 +5,16 @@ simulate QUICK=1` at seed 0 differed by -38% to +19% per configuration while the
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from coordinator.job.core.worker_contract import TAG_ATTEMPT, TAG_MARKET
 from coordinator.sim.emulator_stack import Infrastructure
-from coordinator.sim.machine import PACE_REPORT
 from coordinator.sim.matrix import run_matrix
 from coordinator.sim.one_run import _launch_draw
 from coordinator.sim.settings import SimulationSettings
+from tests.host_load import behind_pace
 
 
 def test_the_boots_of_one_seed_are_the_same_in_two_folders(tmp_path: Path) -> None:
@@ -81,15 +80,6 @@ def test_one_seed_runs_the_same_run_in_two_folders(
 
 
 EDGE = 0.5  # wall s: a worker this far behind its pace ends its attempt a notice poll off its drawn time
-
-
-def behind_pace(run_dir: Path, instance_id: str) -> float:
-    """The most its machine's pace report says the host held its worker back (a late start included)."""
-    report = run_dir / "workers" / "machines" / instance_id / PACE_REPORT
-    if not report.is_file():
-        return 0.0
-    pace = json.loads(report.read_text(encoding="utf-8"))
-    return max(float(pace.get("worst_lag_seconds", 0.0)), float(pace.get("late_start_seconds", 0.0)))
 
 
 def in_attempt_order(attempts: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:

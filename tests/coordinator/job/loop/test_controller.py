@@ -38,7 +38,7 @@ from coordinator.sim.matrix import run_matrix
 from coordinator.sim.metadata_server import MetadataServer
 from coordinator.sim.settings import DATASET_KEY, SimulationSettings
 from tests.conftest import FIXTURES
-from tests.host_load import scaled
+from tests.host_load import behind_pace, scaled
 
 ROWS = 1_500
 
@@ -190,11 +190,15 @@ def test_a_rebalance_recommendation_starts_the_replacement_in_another_zone_while
     assert sorted(predictions(run.result.run_dir)) == sorted(input_ids)
     ledger = [json.loads(line) for line in (run.result.run_dir / "ledger.jsonl").read_text().splitlines()]
     attempts = [a for a in ledger if a["kind"] == "attempt"]
-    [switched] = [a for a in attempts if a["end_reason"] == "switched"]
-    later = [a for a in attempts if a["segment_id"] == switched["segment_id"]]
-    assert [a["market"] for a in later] == ["spot", "spot"] and ledger[-1]["interruptions"] == 0
     told = [e for e in events(run.result.run_dir) if "rebalance recommendation" in e["reason"]]
-    assert [e["segment_id"] for e in told] == [switched["segment_id"]]
+    assert len(told) == 1
+    later = [a for a in attempts if a["segment_id"] == told[0]["segment_id"]]
+    assert [a["market"] for a in later] == ["spot", "spot"] and ledger[-1]["interruptions"] == 0
+    if later[0]["end_reason"] != "switched":
+        # the old worker finished before its replacement beat: beside a CPU hog the replacement's machine
+        # started 8.9 s late; only a host that held it back, by its machine's own pace record, may do that
+        held = behind_pace(run.result.run_dir, later[1]["instance_id"])
+        assert later[0]["end_reason"] == "done" and held > 1.0, (later, held)
     zones = {i: info.zone for i, info in job_instances(stack, job_of(config, run.name)).items()}
     assert zones[later[0]["instance_id"]] != zones[later[1]["instance_id"]]  # the at-risk zone tried last
     assert alive(stack, job_of(config, run.name)) == []
