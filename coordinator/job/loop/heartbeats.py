@@ -49,8 +49,10 @@ class RequestCount:
 
 def parse_heartbeat(segment_id: str, data: bytes) -> Heartbeat | None:
     """The heartbeat object of `segment_id`, or None (logged) when it is not one a worker of this segment
-    writes: not UTF-8, not JSON, nested, huge, a field of the wrong type or not finite, a state no worker
-    sends. Its `ts` is the worker's clock's and may be anything finite: no age is read from it (`monitor`)."""
+    writes: not UTF-8, not JSON, nested, huge, a field of the wrong type, not finite, of more than 20
+    digits or negative, more rows done than it has, a state no worker sends (its rows are checked against
+    the segment's by the monitor). Its `ts` is the worker's clock's and may be anything finite: no age is
+    read from it (`monitor`)."""
     try:
         document = load_json(data, what=f"heartbeat of {segment_id}", max_bytes=MAX_HEARTBEAT_BYTES)
         return _heartbeat_of(segment_id, document)
@@ -74,11 +76,15 @@ def _heartbeat_of(segment_id: str, document: Any) -> Heartbeat:
             )
         if isinstance(value, float) and not math.isfinite(value):
             raise UntrustedInput(f"{what}: {name} {value} is not finite")
+        if isinstance(value, int | float) and value < 0:
+            raise UntrustedInput(f"{what}: {name} {value} is negative")
         values[name] = value
     if values.get("state", "running") not in BEAT_STATES:
         raise UntrustedInput(f"{what}: state {values['state']!r:.40} is not one a worker sends")
     if values.get("segment_id") != segment_id:
         raise UntrustedInput(f"{what}: it names segment {values.get('segment_id')!r:.40}")
+    if values.get("rows_done", 0) > values.get("rows_total", 0):
+        raise UntrustedInput(f"{what}: rows_done {values['rows_done']} is more than rows_total")
     try:
         return Heartbeat(**values)
     except TypeError as error:

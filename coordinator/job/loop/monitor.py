@@ -188,6 +188,16 @@ class Monitor:
         seen = self._latest.get(beat.attempt)
         if seen is not None and seen.state in ("done", "failed"):
             return False
+        if self.segment_range is not None:
+            start, stop = self.segment_range(beat.segment_id)
+            if beat.rows_total != stop - start:
+                log.warning(
+                    "heartbeat of %s counts %d rows, the segment has %d: ignored",
+                    beat.segment_id,
+                    beat.rows_total,
+                    stop - start,
+                )
+                return False
         return beat.state != "done" or self._done_proven(beat)
 
     def _done_proven(self, beat: Heartbeat) -> bool:

@@ -148,6 +148,7 @@ def live_loop(
         heartbeat_timeout=60,
         boot_timeout=600,
         monotonic=wall,  # the monitor's own clock: ages are read on it alone
+        segment_range=lambda segment: state.segment("j", segment).rows,
     )
     book = AttemptBook(
         job_id="j",

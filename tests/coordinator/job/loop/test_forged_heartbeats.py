@@ -98,3 +98,15 @@ def test_a_forged_checkpoint_counts_as_none_and_the_job_goes_on(
     (ended,) = loop.table.attempts("seg-0000")
     assert ended.end_reason == "lost" and ended.rows_kept == 0
     assert "corrupt checkpoint" in caplog.text and "the segment starts over" in caplog.text
+
+
+def test_a_beat_that_counts_other_rows_than_the_segments_is_no_beat(tmp_path: Path) -> None:
+    """Its rows are the segment's (10 here): a beat of a million rows would price a million rows wasted."""
+    loop = _launched(tmp_path)
+    attempt = loop.attempt()
+    assert attempt.instance_id is not None
+    beat = Heartbeat("seg-0000", attempt.instance_id, "on-demand", attempt.attempt_id, 10**6, rows_done=10**6)
+    loop.store.put(heartbeat_key("seg-0000"), json.dumps(asdict(beat)).encode())
+    assert _verdict(loop) == "booting"  # as with no beat at all
+    _beat(loop, "running", 4)
+    assert _verdict(loop) == "running"
