@@ -132,6 +132,11 @@ def from_parts(store: ObjectStore, checkpoint: Checkpoint) -> Checkpoint:
         raise CheckpointError(f"{where}: corrupt checkpoint (a part it lists is missing: {error})") from None
     except ValueError as error:  # null ids, or ids of a type no worker writes
         raise CheckpointError(f"{where}: corrupt checkpoint (its parts' ids: {error})") from None
+    if sum(len(ids) for ids in parts) != checkpoint.rows_done:
+        raise CheckpointError(
+            f"{where}: corrupt checkpoint (it says {checkpoint.rows_done} rows done, its parts hold "
+            f"{sum(len(ids) for ids in parts)})"
+        )
     if parts and len(parts[0]):  # the first part holds the segment's first row
         checkpoint.first_id = str(parts[0][0].as_py())
     if parts and len(parts[-1]) and checkpoint.rows_done == checkpoint.stop - checkpoint.start:
@@ -164,11 +169,24 @@ def load_versioned_checkpoint(
         return None, version
 
 
-def rows_checkpointed(store: ObjectStore, segment_id: str) -> int:
-    """The rows the segment's checkpoint holds: 0 for none, and for one that does not parse (logged; the
-    next attempt starts that segment over)."""
+def rows_checkpointed(store: ObjectStore, segment_id: str, rows: tuple[int, int]) -> int:
+    """The rows the segment's checkpoint holds: 0 for none, for one that does not parse, and for one of
+    other rows than the segment's `rows` (start, stop) (logged; the next attempt starts that segment over:
+    a forged checkpoint of rows 0 to 10**9 made a negative estimate and stopped every run)."""
     checkpoint, _ = load_versioned_checkpoint(store, segment_id, corrupt_as_absent=True)
-    return checkpoint.rows_done if checkpoint else 0
+    if checkpoint is None:
+        return 0
+    if (checkpoint.start, checkpoint.stop) != rows:
+        log.warning(
+            "%s/%s: a checkpoint of rows %d-%d, not the segment's %d-%d: the segment starts over",
+            store.uri,
+            checkpoint_key(segment_id),
+            checkpoint.start,
+            checkpoint.stop,
+            *rows,
+        )
+        return 0
+    return checkpoint.rows_done
 
 
 def save_checkpoint(store: ObjectStore, checkpoint: Checkpoint, version: str | None) -> str:

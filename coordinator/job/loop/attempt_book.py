@@ -101,7 +101,9 @@ class AttemptBook:
         crash_point("after-terminate")
         ended = self._bill_end(attempt, view)
         segment = attempt.segment_id
-        rows_in_checkpoint = rows_checkpointed(self._store, segment)
+        rows_in_checkpoint = rows_checkpointed(
+            self._store, segment, self._state.segment(self._job_id, segment).rows
+        )
         earlier = self._state.attempts(self._job_id, segment)
         kept_before = sum(a.rows_kept for a in earlier if not a.is_open)
         beat = view.heartbeat if view else self._monitor.latest_heartbeat(attempt.attempt_id)

@@ -242,7 +242,7 @@ class Launcher:
         """What the next attempt may cost: the rows left at the best rate seen (or the planned one), plus
         a minute of boot and the pricing margin, at the dearest of the job's types (its pool is not known)."""
         row = self._table.segment(segment)
-        left = (row.stop - row.start) - rows_checkpointed(self._store, segment)
+        left = (row.stop - row.start) - rows_checkpointed(self._store, segment, row.rows)
         rate = self.best_rate_seen()
         seconds = BOOT_ESTIMATE_SECONDS + left / max(rate, 1e-9)
         return cost_usd(self._quotes.dearest(market).rate_usd_per_hour, seconds) * (1 + ESTIMATE_MARGIN)

@@ -80,7 +80,7 @@ class WatchedAttempts:
     def checkpointed_rows(self, segment: str) -> int:
         """The rows the segment's checkpoint holds, read once per attempt."""
         if segment not in self._checkpointed:
-            self._checkpointed[segment] = rows_checkpointed(self._store, segment)
+            self._checkpointed[segment] = rows_checkpointed(self._store, segment, self.segment(segment).rows)
         return self._checkpointed[segment]
 
     def finished(self) -> bool:

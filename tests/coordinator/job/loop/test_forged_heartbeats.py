@@ -68,6 +68,14 @@ def test_a_done_beat_counts_only_once_the_checkpoint_proves_it(tmp_path: Path) -
     assert _verdict(loop) == "done"  # the worker's own end: every row, every part
 
 
+def _older(checkpoint: Checkpoint) -> bytes:
+    """As a worker before the segment manifests wrote it: no digest, no first or last id."""
+    fields = asdict(checkpoint)
+    return json.dumps(
+        {k: v for k, v in fields.items() if k not in ("digest", "first_id", "last_id")}
+    ).encode()
+
+
 FORGED_CHECKPOINTS = {
     "not UTF-8": b"\xff\xfe",
     "too deep": b"[" * 100_000 + b"]" * 100_000,
@@ -79,6 +87,9 @@ FORGED_CHECKPOINTS = {
         asdict(Checkpoint("seg-0000", 0, 10, 5, 1, parts=["../../x.csv"]))
     ).encode(),
     "more rows than it has": json.dumps(asdict(Checkpoint("seg-0000", 0, 10, 5, 1, rows_done=11))).encode(),
+    # an older worker's format (no digest): rows 0 to 10**9 made the estimate negative and stopped every run
+    "rows of another range": _older(Checkpoint("seg-0000", 0, 10**9, 5, 1, rows_done=10**9)),
+    "rows done without parts": _older(Checkpoint("seg-0000", 0, 10, 5, 1, rows_done=10)),
 }
 
 
@@ -97,7 +108,7 @@ def test_a_forged_checkpoint_counts_as_none_and_the_job_goes_on(
     loop.book.end(loop.attempt(), "lost", None)  # priced and settled, with no rows kept
     (ended,) = loop.table.attempts("seg-0000")
     assert ended.end_reason == "lost" and ended.rows_kept == 0
-    assert "corrupt checkpoint" in caplog.text and "the segment starts over" in caplog.text
+    assert "the segment starts over" in caplog.text
 
 
 def test_a_beat_that_counts_other_rows_than_the_segments_is_no_beat(tmp_path: Path) -> None:
