@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from coordinator.commands.options import Subcommands
+from coordinator.commands.options import Subcommands, valid_job_id
 from coordinator.paths import runs_dir
 
 
@@ -13,7 +13,7 @@ def add_parser(commands: Subcommands) -> None:
     fetch = commands.add_parser(
         "fetch", help="download a finished job's output (the parts its manifest lists) as local files"
     )
-    fetch.add_argument("job_id")
+    fetch.add_argument("job_id", type=valid_job_id)
     fetch.add_argument("--csv", action="store_true", help="a predictions.csv beside predictions.parquet")
     fetch.add_argument("--out", type=Path, help="default runs/<job id>")
     fetch.add_argument(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -38,6 +39,18 @@ from coordinator.stack.target import region_or_emulators, resolve_region
 # what `add_subparsers()` returns; a string, since argparse's class is not subscriptable at run time
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Options: TypeAlias = Any  # a parser, an argument group or a mutually exclusive group: all add_argument()
+
+
+JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,47}$")  # an S3 prefix, a role name, a tag: all fit
+JOB_ID_RULE = "1-48 letters, digits, '.', '_' or '-', starting alphanumeric"
+
+
+def valid_job_id(text: str) -> str:
+    """argparse's type for a job's id (`run --job-id`, `fetch JOB`): it names an S3 prefix and a local
+    folder, so `../x` or `a/b` is refused, not followed."""
+    if not JOB_ID.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: {JOB_ID_RULE}")
+    return text
 
 
 def positive_int(text: str) -> int:

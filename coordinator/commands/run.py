@@ -21,12 +21,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from coordinator.commands.options import (
+    JOB_ID,
+    JOB_ID_RULE,
     Subcommands,
     add_budget_options,
     add_rows_option,
     add_segment_options,
     add_target_options,
     budget_guard,
+    valid_job_id,
 )
 from coordinator.commands.plan_file import DEFAULT_PLANNED_ROWS_PER_S
 from coordinator.errors import BudgetConfigError, ConfigError, RunStorageError
@@ -44,8 +47,6 @@ from inference.heartbeat import HEARTBEAT_SECONDS, STEADY_HEARTBEAT_SECONDS
 from inference.interruption import NOTICE_POLL_SECONDS
 from inference.layout import JOB_MANIFEST_KEY
 
-JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,47}$")  # an S3 prefix, a role name, a tag: all fit
-
 
 def add_parser(commands: Subcommands) -> None:
     run = commands.add_parser(
@@ -58,7 +59,7 @@ def add_parser(commands: Subcommands) -> None:
         "--outputs", type=Path, help="the stack's saved outputs (default runs/infra/aws/outputs.json)"
     )
     add_input_options(run)
-    run.add_argument("--job-id", help="default: the input's name and the time (UTC)")
+    run.add_argument("--job-id", type=valid_job_id, help="default: the input's name and the time (UTC)")
     run.add_argument("--run-dir", type=Path, help="default runs/<job id>")
     run.add_argument(
         "--policy",
@@ -167,10 +168,8 @@ def run_command(args: argparse.Namespace) -> int:
     cloud = connect(args, stack)
     key, rows = input_of(args, cloud)
     job_id = args.job_id or default_job_id(Path(args.input or key))
-    if not JOB_ID.match(job_id):
-        raise ConfigError(
-            f"--job-id {job_id!r}: 1-48 letters, digits, '.', '_' or '-', starting alphanumeric"
-        )
+    if not JOB_ID.match(job_id):  # a default made from the input's name
+        raise ConfigError(f"--job-id {job_id!r}: {JOB_ID_RULE}")
     if args.plan is not None:
         from coordinator.commands.plan_file import apply_plan
 

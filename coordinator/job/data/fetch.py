@@ -51,8 +51,17 @@ def fetch_output(store: ObjectStore, out_dir: Path, *, csv: bool = False) -> Fet
     size = digest = 0
     files = ResultFiles(out_dir / "predictions.parquet", out_dir / "predictions.csv" if csv else None)
     with files:
+        listed: set[str] = set()
         for key in manifest.parts:
-            data = store.get(key)
+            if key in listed:
+                raise MergeError(f"{store.uri}/{JOB_MANIFEST_KEY}: it lists {key} twice; nothing was written")
+            listed.add(key)
+            try:
+                data = store.get(key)
+            except ObjectNotFound:
+                raise MergeError(
+                    f"{store.uri}/{key}: a part the job manifest lists is missing; nothing was written"
+                ) from None
             size += len(data)
             table = decode_part(data, f"{store.uri}/{key}")
             digest = add_digests([digest, id_digest(table.column("id"))])

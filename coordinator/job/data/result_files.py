@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -30,19 +31,30 @@ class ResultFiles:
         self._temporary = [path.with_name(f".{path.name}.tmp") for path in self.targets]
         self._parquet: pq.ParquetWriter | None = None
         self._csv: pacsv.CSVWriter | None = None
+        self._files: list[BinaryIO] = []
         self.rows = 0
 
     def write(self, table: pa.Table) -> None:
         with self._naming(0):
             if self._parquet is None:
-                self._parquet = pq.ParquetWriter(self._temporary[0], table.schema)
+                self._parquet = pq.ParquetWriter(self._new_file(0), table.schema)
             self._parquet.write_table(table)
         if len(self._temporary) > 1:
             with self._naming(1):
                 if self._csv is None:
-                    self._csv = pacsv.CSVWriter(self._temporary[1], table.schema)
+                    self._csv = pacsv.CSVWriter(self._new_file(1), table.schema)
                 self._csv.write_table(table)
         self.rows += table.num_rows
+
+    def _new_file(self, index: int) -> BinaryIO:
+        """The temporary, created new: whatever was at its name goes first, and a link placed there is
+        removed, never followed (a `.predictions.parquet.tmp` link had its target overwritten)."""
+        path = self._temporary[index]
+        path.unlink(missing_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        handle = os.fdopen(os.open(path, flags, 0o644), "wb")
+        self._files.append(handle)
+        return handle
 
     def __enter__(self) -> ResultFiles:
         self.targets[0].parent.mkdir(parents=True, exist_ok=True)
@@ -72,6 +84,12 @@ class ResultFiles:
             try:
                 with self._naming(index):
                     writer.close()
+            except OSError as error:
+                failed = failed or error
+        for index, handle in enumerate(self._files):
+            try:
+                with self._naming(index):
+                    handle.close()
             except OSError as error:
                 failed = failed or error
         return failed

@@ -32,3 +32,18 @@ def test_a_shape_option_out_of_range_is_one_line_naming_it(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {option} {value}: ") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    "command", [("fetch", "{}"), ("run", "--input-key", "data/x.parquet", "--job-id", "{}")]
+)
+@pytest.mark.parametrize("job", ["../other-job", "a/b", ".hidden", "x" * 49, ""])
+def test_a_job_id_that_is_no_name_is_refused_before_anything_is_read(
+    command: tuple[str, ...], job: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`spotbatch fetch ../<job>` read another prefix and wrote outside runs/."""
+    with pytest.raises(SystemExit) as exited:
+        main([part.replace("{}", job) for part in command])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{job!r}: 1-48 letters, digits" in err and err.count("\n") == 1, err

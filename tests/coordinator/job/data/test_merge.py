@@ -142,3 +142,44 @@ def test_fetch_writes_the_parts_the_job_manifest_lists_or_nothing(tmp_path: Path
     ):
         fetch_output(job, tmp_path / "bad", csv=True)
     assert list((tmp_path / "bad").iterdir()) == []
+
+
+def _verified_job(tmp_path: Path) -> LocalStore:
+    job = LocalStore(tmp_path / "job")
+    _segment_output(job, "seg-0000", [(6, "negative", 0.8), (5, "positive", 0.9)], 0)
+    _segment_output(job, "seg-0001", [(7, "positive", 0.7), (8, "positive", 0.6)], 2)
+    verify_outputs(job, _segments([[5, 6], [7, 8]]), job_id="j")
+    return job
+
+
+def test_fetch_names_a_listed_part_that_is_missing_or_listed_twice(tmp_path: Path) -> None:
+    """A deleted part was a traceback; a manifest listing a part twice (and its rows and digest recomputed
+    to match) wrote those ids twice."""
+    from coordinator.job.data.fetch import fetch_output
+
+    job = _verified_job(tmp_path)
+    manifest = json.loads(job.get(JOB_MANIFEST_KEY))
+    (job.root / manifest["parts"][0]).unlink()
+    with pytest.raises(MergeError, match=r"parts/seg-0000/.*: a part the job manifest lists is missing"):
+        fetch_output(job, tmp_path / "gone")
+    job = _verified_job(tmp_path / "again")
+    manifest = json.loads(job.get(JOB_MANIFEST_KEY))
+    manifest["parts"] = [manifest["parts"][1], manifest["parts"][1]]
+    job.put(JOB_MANIFEST_KEY, json.dumps(manifest).encode())
+    with pytest.raises(MergeError, match=r"it lists parts/seg-0001/\S+ twice"):
+        fetch_output(job, tmp_path / "twice")
+    assert not (tmp_path / "twice" / "predictions.parquet").exists()
+
+
+def test_fetch_never_writes_through_a_link_left_at_its_temporary_name(tmp_path: Path) -> None:
+    from coordinator.job.data.fetch import fetch_output
+
+    job = _verified_job(tmp_path)
+    out, precious = tmp_path / "out", tmp_path / "precious.txt"
+    out.mkdir()
+    precious.write_text("keep me")
+    (out / ".predictions.parquet.tmp").symlink_to(precious)
+    (out / ".predictions.csv.tmp").symlink_to(precious)
+    assert fetch_output(job, out, csv=True).rows == 4
+    assert precious.read_text() == "keep me"
+    assert sorted(p.name for p in out.iterdir()) == ["predictions.csv", "predictions.parquet"]
