@@ -41,6 +41,7 @@ Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Options: TypeAlias = Any  # a parser, an argument group or a mutually exclusive group: all add_argument()
 
 
+MAX_SEGMENTS = 10_000  # a job's segments, an instance each: AWS Batch's array jobs stop at 10,000 children
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,47}$")  # an S3 prefix, a role name, a tag: all fit
 JOB_ID_RULE = "1-48 letters, digits, '.', '_' or '-', starting alphanumeric"
 
@@ -80,11 +81,19 @@ def add_rows_option(options: Options, help: str, *, default: int | None = None) 
     options.add_argument("--rows", type=positive_int, default=default, help=help)
 
 
+def segment_count(text: str) -> int:
+    """argparse's type for `--segments`: a whole number from 1 to `MAX_SEGMENTS` (an instance each)."""
+    value = positive_int(text)
+    if value > MAX_SEGMENTS:
+        raise argparse.ArgumentTypeError(f"{text}: at most {MAX_SEGMENTS:,} segments (an instance each)")
+    return value
+
+
 def add_segment_options(options: Options, *, segments: str | None, minutes: str | None = None) -> None:
-    """`--segments` (a count, at least 1) and `--segment-minutes` (segments sized by work: minutes above 0),
-    each offered when its help is given."""
+    """`--segments` (a count, 1 to `MAX_SEGMENTS`) and `--segment-minutes` (segments sized by work: minutes
+    above 0), each offered when its help is given."""
     if segments is not None:
-        options.add_argument("--segments", type=positive_int, help=segments)
+        options.add_argument("--segments", type=segment_count, help=segments)
     if minutes is not None:
         options.add_argument("--segment-minutes", type=positive_float, help=minutes)
 

@@ -16,15 +16,19 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coordinator.commands.options import MAX_SEGMENTS
 from coordinator.errors import ConfigError, UntrustedInput
 from coordinator.untrusted import load_json
 from inference.config import DEFAULT_CHECKPOINT_EVERY
 
 MAX_PLAN_BYTES = 4 << 20
+MAX_NUMBER = 1e9  # a speed in rows per second or a cost in dollars above this is no plan's
+INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")  # c7i.xlarge, p5.48xlarge, u-6tb1.metal
 DEFAULT_PLANNED_ROWS_PER_S = 50.0  # `run --planned-rows-per-s`
 
 
@@ -65,8 +69,28 @@ def _load(path: Path) -> Any:
         raise ConfigError(f"--plan {path}: not a plan of `spotbatch plan --json` ({error})") from None
 
 
+def _count(value: Any, what: str, most: int) -> int:
+    """A whole number from the plan, 1 to `most`: not 2.9, not true, not 10**9 segments."""
+    if type(value) is not int or not 1 <= value <= most:
+        raise ValueError(f"{what} {value!r:.40} is not a whole number from 1 to {most:,}")
+    return value
+
+
+def _positive(value: Any, what: str) -> float:
+    """A number from the plan above 0 and below `MAX_NUMBER` (json's 1e999 is refused as it is read)."""
+    if type(value) not in (int, float) or not 0 < float(value) < MAX_NUMBER:
+        raise ValueError(f"{what} {value!r:.40} is not a number above 0")
+    return float(value)
+
+
+def _type_name(value: Any) -> str:
+    if not isinstance(value, str) or not INSTANCE_TYPE.match(value):
+        raise ValueError(f"instance type {value!r:.60} is not one EC2 type")
+    return value
+
+
 def _chosen(plan: Any, where: str, *, region: str, rows: int) -> ChosenPlan:
-    planned_rows = int(plan["job"]["rows"])
+    planned_rows = _count(plan["job"]["rows"], "job rows", 10**15)
     if planned_rows != rows:
         raise ConfigError(f"{where}: made for {planned_rows:,} rows; this job has {rows:,}: plan it again")
     here = [p for p in plan["ranked"] if p["region"] == region]
@@ -77,13 +101,14 @@ def _chosen(plan: Any, where: str, *, region: str, rows: int) -> ChosenPlan:
             f"(make apply-real REGION={regions[0]}), or plan with --regions {region}"
         )
     first = here[0]
-    types = tuple(dict.fromkeys(str(p["instance_type"]) for p in here))
+    types = tuple(dict.fromkeys(_type_name(p["instance_type"]) for p in here))
     sizing = first["sizing"]
-    closed = {str(k): float(v) for k, v in first["closed_form_usd"].items()}
-    segments, every = int(sizing["segments"]), int(sizing["checkpoint_every_batches"])
-    speed = float(first["throughput"]["rows_per_second"])
-    if segments < 1 or every < 1 or not speed > 0 or not closed:
-        raise ValueError(f"segments {segments}, checkpoint every {every}, {speed} rows/s")
+    closed = {str(k): _positive(v, f"closed-form cost of {k}") for k, v in first["closed_form_usd"].items()}
+    segments = _count(sizing["segments"], "segments", min(rows, MAX_SEGMENTS))
+    every = _count(sizing["checkpoint_every_batches"], "checkpoint_every_batches", 10**6)
+    speed = _positive(first["throughput"]["rows_per_second"], "rows_per_second")
+    if not closed:
+        raise ValueError("no closed-form cost")
     return ChosenPlan(types, segments, every, speed, min(closed, key=lambda p: closed[p]))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,46 @@ def test_a_plan_for_another_region_or_job_is_refused_by_name(plan_file: Path, tm
             read_plan(broken, region="us-east-1", rows=90_000)
     with pytest.raises(ConfigError, match="No such file"):
         read_plan(tmp_path / "none.json", region="us-east-1", rows=90_000)
+
+
+def _edited(plan_file: Path, tmp_path: Path, edit: str, value: object) -> Path:
+    plan = json.loads(plan_file.read_text())
+    first = plan["ranked"][0]
+    if edit == "instance_type":
+        first["instance_type"] = value
+    elif edit == "rows_per_second":
+        first["throughput"]["rows_per_second"] = value
+    else:
+        first["sizing"][edit] = value
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("edit", "value", "why"),
+    [
+        ("segments", 10**9, "segments 1000000000 is not a whole number from 1 to 10,000"),
+        ("segments", 2.9, "segments 2.9 is not a whole number"),
+        ("segments", True, "segments True is not a whole number"),
+        ("checkpoint_every_batches", 0, "checkpoint_every_batches 0 is not a whole number"),
+        ("rows_per_second", 1e300, "rows_per_second 1e+300 is not a number above 0"),
+        ("rows_per_second", "100", "rows_per_second '100' is not a number above 0"),
+        ("instance_type", "c7i.xlarge,p5.48xlarge", "instance type 'c7i.xlarge,p5.48xlarge' is not one EC2"),
+    ],
+)
+def test_a_plans_number_or_type_out_of_bounds_is_one_line(
+    plan_file: Path, tmp_path: Path, edit: str, value: object, why: str
+) -> None:
+    """A plan is a file anyone may edit: 10**9 segments were 2,000 launch attempts, 1e999 rows/s priced every
+    estimate at $0.00, two types in one field reached EC2."""
+    with pytest.raises(ConfigError, match=re.escape(why)):
+        read_plan(_edited(plan_file, tmp_path, edit, value), region="us-east-1", rows=90_000)
+
+
+def test_1e999_in_a_plan_is_refused_as_it_is_read(plan_file: Path, tmp_path: Path) -> None:
+    path = tmp_path / "inf.json"
+    path.write_text(plan_file.read_text().replace('"rows_per_second": 100.0', '"rows_per_second": 1e999'))
+    assert "1e999" in path.read_text()
+    with pytest.raises(ConfigError, match="1e999 is not a finite number"):
+        read_plan(path, region="us-east-1", rows=90_000)

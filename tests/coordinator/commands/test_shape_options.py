@@ -19,7 +19,13 @@ CASES = [
     (command, option, value)
     for command, options in SHAPED.items()
     for option in options
-    for value in (("0", "-3", "ten") if option != "--segment-minutes" else ("0", "-1", "nan", "inf"))
+    for value in (
+        ("0", "-3", "ten")
+        if option == "--rows"
+        else ("0", "-3", "ten", "10001")
+        if option == "--segments"
+        else ("0", "-1", "nan", "inf")
+    )
 ]
 
 
