@@ -46,7 +46,7 @@ def key_for(path: Path, canonical: Path) -> str:
 
 
 def upload_input(
-    s3: Any, bucket: str, path: Path, *, text_column: str = "text", id_column: str = "id"
+    s3: Any, bucket: str, path: Path, *, text_column: str = "text", id_column: str | None = None
 ) -> UploadedInput:
     with tempfile.TemporaryDirectory() as tmp:
         canonical = Path(tmp) / "input.parquet"

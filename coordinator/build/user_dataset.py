@@ -40,7 +40,8 @@ from inference.dataset import rows_per_group
 
 MAX_REPORTED_ROWS = 5  # how many offending rows an error lists before it says "and N more"
 LONG_TEXT_CHARS = 2_000  # texts longer than this are reported at prepare time; the tokenizer truncates them
-PLAIN_INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")  # ASCII only: `re.ASCII` is implied by the class
+DEFAULT_ID_COLUMN = "id"  # the ids, when the user names no column
+PLAIN_INTEGER = re.compile(r"0|-?[1-9][0-9]*")  # ASCII (the class implies it); "-0" is text: int() loses it
 INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -89,22 +90,30 @@ def prepare_dataset(
     destination: Path,
     *,
     text_column: str = "text",
-    id_column: str | None = "id",
+    id_column: str | None = None,
     label_column: str | None = "label",
     allow_empty_texts: bool = False,
 ) -> PreparedDataset:
     """Validate a user's file and write the canonical dataset (id, text[, label]) to `destination`.
 
-    Without an id column (or with `id_column` None or "") the ids are the 0-based row numbers
-    (`numbered`); a column that differs from `id_column` only in case or spaces is refused, naming it.
+    The ids are the `id_column` the user named (refused, naming the columns, when the file has none of
+    that name: a misspelt name silently numbered the rows); without a name, the `id` column, or the 0-based
+    row numbers when there is none (`numbered`); with "" the row numbers. A column that differs from the
+    wanted one only in case or spaces is refused, naming it.
     """
     source = RecordSource.open(path)
+    columns = ", ".join(source.columns) or "(none)"
     if text_column not in source.columns:
+        raise DataError(f"{path}: column {text_column!r} not found; columns are: {columns}")
+    wanted = DEFAULT_ID_COLUMN if id_column is None else id_column
+    if id_column and id_column not in source.columns:
+        _refuse_a_lookalike_id_column(path, source.columns, id_column)
         raise DataError(
-            f"{path}: column {text_column!r} not found; columns are: {', '.join(source.columns) or '(none)'}"
+            f"{path}: --id-column {id_column!r} not found; columns are: {columns} (--id-column '' numbers "
+            "the rows)"
         )
-    numbered = not id_column or id_column not in source.columns
-    ids = None if numbered else str(id_column)
+    numbered = not wanted or wanted not in source.columns
+    ids = None if numbered else wanted
     with tempfile.TemporaryDirectory(prefix="spotbatch-ids-") as spill:
         unique = UniqueIds(Path(spill))
         found = Findings()
@@ -118,7 +127,7 @@ def prepare_dataset(
                 f"{found.empty_texts.phrase()}; fix them, or pass --allow-empty-texts to predict them as "
                 "empty strings"
             )
-        _refuse_a_lookalike_id_column(path, source.columns, id_column)
+        _refuse_a_lookalike_id_column(path, source.columns, wanted)
         if ids is not None and found.missing_ids.count:
             raise DataError(f"{path}: column {ids!r}: missing id at {found.missing_ids.phrase()}")
         if ids is not None:

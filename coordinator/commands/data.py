@@ -22,7 +22,9 @@ def add_parser(commands: Subcommands) -> None:
     prepare.add_argument("--output", help="where the Parquet dataset goes (default build/data/...)")
     prepare.add_argument("--text-column", default="text")
     prepare.add_argument(
-        "--id-column", default="id", help="missing (or ''): the ids are the row numbers, and it says so"
+        "--id-column",
+        help="the ids' column (default: id, or the row numbers if there is none, and it says so; '': the "
+        "row numbers; a name the file lacks is refused)",
     )
     prepare.add_argument("--label-column", default="label", help="optional; kept when present")
     prepare.add_argument("--allow-empty-texts", action="store_true", help="predict null/empty texts as ''")
@@ -74,5 +76,5 @@ def _prepare_user_file(args: argparse.Namespace, output: Path) -> int:
     if prepared.long_texts:
         print(f"  {prepared.long_texts} text(s) longer than the model's window: the tokenizer truncates them")
     if prepared.numbered:
-        print(f"  ids: the row numbers 0..{prepared.rows - 1} (no {args.id_column!r} column)")
+        print(f"  ids: the row numbers 0..{prepared.rows - 1} (no {args.id_column or 'id'!r} column)")
     return 0

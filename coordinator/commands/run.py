@@ -133,7 +133,9 @@ def add_input_options(run: argparse.ArgumentParser) -> None:
     )
     add_rows_option(run, "rows in --input-key's dataset (checked against its metadata)")
     run.add_argument("--text-column", default="text", help="--input's text column")
-    run.add_argument("--id-column", default="id", help="--input's id column (missing or '': row numbers)")
+    run.add_argument(
+        "--id-column", help="--input's id column (default: id, or the row numbers; '': the row numbers)"
+    )
 
 
 def add_output_options(run: argparse.ArgumentParser) -> None:

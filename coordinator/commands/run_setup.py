@@ -45,7 +45,7 @@ def input_of(args: argparse.Namespace, cloud: CloudTarget) -> tuple[str, int]:
         what = "uploaded" if uploaded.uploaded else "already there"
         print(f"input {args.input}: {uploaded.rows} rows, s3://{cloud.bucket}/{uploaded.key} ({what})")
         if uploaded.numbered:
-            print(f"  ids: the row numbers 0..{uploaded.rows - 1} (no {args.id_column!r} column)")
+            print(f"  ids: the row numbers 0..{uploaded.rows - 1} (no {args.id_column or 'id'!r} column)")
         return uploaded.key, uploaded.rows
     rows = _rows_in(cloud, str(args.input_key))
     if args.rows is not None and args.rows != rows:  # a count that disagrees pays for work it cannot do

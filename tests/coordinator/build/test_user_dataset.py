@@ -114,6 +114,12 @@ def test_parquet_input_round_trips(tmp_path: Path, out: Path, capsys: pytest.Cap
             (),
             "numbers.jsonl: column 'text', row 1: expected text, got int 42",
         ),
+        (  # a misspelt name numbered the rows silently (only the case of "ID" was refused)
+            "misspelt.csv",
+            b"id,text\n70,a\n",
+            ("--id-column", "nope"),
+            "misspelt.csv: --id-column 'nope' not found; columns are: id, text (--id-column '' numbers",
+        ),
         ("data.xlsx", b"PK\x03\x04", (), "data.xlsx: unsupported file type '.xlsx'"),
         ("broken.parquet", b"PAR1 not really", (), "broken.parquet: not a readable Parquet file"),
     ],
@@ -183,6 +189,18 @@ def test_default_dataset_from_the_vader_sdist(tmp_path: Path) -> None:
 
 def write_parquet_uint64(path: Path) -> None:
     pq.write_table(pa.table({"id": pa.array([2**64 - 1, 1], pa.uint64()), "text": ["max", "one"]}), path)
+
+
+def test_ids_minus_zero_and_zero_stay_two_ids(
+    tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """They passed the duplicate check as two texts, then both became 0 as integers (the merge refused
+    after an instance was paid): "-0" is no integer's canonical text, so the ids stay text, both."""
+    source = tmp_path / "zeros.csv"
+    source.write_bytes(b"id,text\n0,a\n-0,b\n")
+    code, _, _ = prepare(capsys, "--input", str(source), "--output", str(out))
+    assert code == 0
+    assert pq.read_table(out).column("id").to_pylist() == ["0", "-0"]
 
 
 @pytest.mark.parametrize(
