@@ -22,6 +22,7 @@ from tokenizers import Tokenizer
 
 from inference.classifier import DEFAULT_MAX_LENGTH, BatchResult
 from inference.errors import ModelLoadError
+from inference.model_labels import checked_labels
 
 PAD_TOKEN = "[PAD]"  # BERT's, when the tokenizer's config names none
 
@@ -137,11 +138,16 @@ def load_onnx_classifier(
     tokenizer_file = model_dir / "tokenizer.json"
     try:
         config: dict[str, Any] = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-        id2label = {int(k): str(v) for k, v in config["id2label"].items()}
         if not tokenizer_file.is_file():
             raise FileNotFoundError(f"{tokenizer_file} (a fast tokenizer's file)")
         session = ort.InferenceSession(
             str(export), session_options(threads, spinning=spinning), providers=["CPUExecutionProvider"]
+        )
+        width = session.get_outputs()[0].shape[-1]
+        id2label = checked_labels(
+            config["id2label"],
+            outputs=width if isinstance(width, int) else None,
+            where=str(model_dir / "config.json"),
         )
     except (OSError, ValueError, KeyError, RuntimeError, ort.capi.onnxruntime_pybind11_state.Fail) as error:
         raise ModelLoadError(f"cannot load the {backend} export {export}: {error}") from None

@@ -22,6 +22,7 @@ import torch
 
 from inference.classifier import DEFAULT_MAX_LENGTH, BatchResult
 from inference.errors import ModelLoadError
+from inference.model_labels import checked_labels
 
 DEFAULT_HUB_MODEL = "distilbert-base-uncased-finetuned-sst-2-english"
 
@@ -119,8 +120,10 @@ def load_torch_classifier(
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
         model = AutoModelForSequenceClassification.from_pretrained(source)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RuntimeError) as error:  # RuntimeError: weights of other shapes
         hint = "" if local.exists() else " (no such local directory; is the hub reachable?)"
-        raise ModelLoadError(f"cannot load the classifier from {where}{hint}: {error}") from None
+        said = " ".join(str(error).split())[:300]  # one line: transformers' reports run to several
+        raise ModelLoadError(f"cannot load the classifier from {where}{hint}: {said}") from None
+    checked_labels(model.config.id2label, outputs=model.config.num_labels, where=f"{where}: config.json")
     model.to(device).eval()
     return TorchClassifier(tokenizer, model, device, max_length)

@@ -274,3 +274,28 @@ def test_a_model_that_scores_nan_fails_the_batch_instead_of_writing_it(
     ran = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=scaled(300))
     assert ran.returncode != 0 and "non-finite value" in ran.stderr, ran.stderr[-2000:]
     assert not list(out.rglob("parts/*"))  # nothing of the batch was written
+
+
+@pytest.mark.parametrize("backend", ["torch", "onnx"])
+def test_a_config_whose_labels_do_not_name_every_output_is_refused_in_one_line(
+    exported: Path, tmp_path: Path, backend: str
+) -> None:
+    """One label for two outputs: a KeyError in the first batch (onnx), a RuntimeError traceback (torch)."""
+    model = _copy(exported, tmp_path)
+    config = json.loads((model / "config.json").read_text())
+    config["id2label"], config["label2id"] = {"0": "only"}, {"only": 0}
+    (model / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError) as refused:
+        load_classifier(str(model), backend=backend, threads=1)
+    said = str(refused.value)
+    assert "\n" not in said, said
+    assert ("every output needs a label" in said) if backend == "onnx" else ("cannot load" in said), said
+
+
+def test_labels_are_checked_against_the_outputs() -> None:
+    from inference.model_labels import checked_labels
+
+    assert checked_labels({"1": "b", "0": "a"}, outputs=2, where="c") == {0: "a", 1: "b"}
+    for labels, outputs in (({"0": "a"}, 2), ({"0": "a", "2": "c"}, 2), ({}, None), ({"x": "a"}, 1)):
+        with pytest.raises(ModelLoadError, match="c: id2label"):
+            checked_labels(labels, outputs=outputs, where="c")
