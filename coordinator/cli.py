@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as error:
-        why = credentials_problem(error)
+        why = credentials_problem(error) or service_problem(error)
         if why is None:
             raise  # a bug: its traceback
         print(f"error: {why}", file=sys.stderr)
@@ -177,6 +177,26 @@ def credentials_problem(error: Exception) -> str | None:
         f"AWS credentials: {error}. Set AWS_PROFILE (after `aws sso login` or `aws configure`), or "
         "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
     )
+
+
+def service_problem(error: Exception) -> str | None:
+    """An AWS endpoint (or an emulator's) that failed past botocore's retries, as one line: answered 5xx,
+    or not reached at all. A 4xx is the command's to explain; one that reaches here is a bug."""
+    from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+
+    if isinstance(error, ClientError):
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        if not isinstance(status, int) or status < 500:
+            return None
+        message = " ".join(str(error.response.get("Error", {}).get("Message", "")).split())[:200]
+        said = f": {message}" if message else ""
+        return (
+            f"the endpoint answered {status} to {error.operation_name} after botocore's retries{said}; an "
+            "emulator: is it running and healthy? AWS: try again later"
+        )
+    if isinstance(error, ConnectionError | HTTPClientError):
+        return f"the endpoint did not answer: {' '.join(str(error).split())[:300]}"
+    return None
 
 
 def entry_point() -> NoReturn:
