@@ -39,12 +39,14 @@ from inference.storage import ObjectStore
 from inference.store_errors import ObjectNotFound
 
 SPLIT_ABOVE = 1.5  # a row group more than this many targets long is split inside
+READ_COLUMNS = ("id", "text")  # what a worker reads of every input file
 
 
 @dataclass(frozen=True, slots=True)
 class InputFile:
     key: str
     row_groups: tuple[int, ...]  # rows in each
+    columns: tuple[tuple[str, str], ...] = ()  # (name, Arrow type) of each column, from the footer
 
     @property
     def rows(self) -> int:
@@ -52,14 +54,43 @@ class InputFile:
 
 
 def list_input(store: ObjectStore, input_key: str) -> list[InputFile]:
-    """The input's files with their row groups: `input_key` names one object, or a prefix ending in `/`."""
+    """The input's files with their row groups: `input_key` names one object, or a prefix ending in `/`
+    whose `.parquet` objects are the input (one in a folder below it is refused, naming it: a stale
+    `old/` copy was silently part of the input). Every file has the columns a worker reads, of one type
+    across files (int ids in one file and text ids in another paid for both segments, then the merge
+    died), checked from the footers before anything is launched."""
     if input_key.endswith("/"):
         keys = [key for key in store.list(input_key) if key.endswith(".parquet")]
         if not keys:
             raise DataError(f"{store.uri}/{input_key}: no .parquet object under this prefix")
+        nested = [key for key in keys if "/" in key[len(input_key) :]]
+        if nested:
+            raise DataError(
+                f"{store.uri}/{nested[0]}: in a folder under the input's prefix {input_key} "
+                f"({len(nested)} such object(s)): move it out or delete it; only the prefix's own "
+                ".parquet objects are the input"
+            )
     else:
         keys = [input_key]
-    return [_footer(store, key) for key in keys]
+    files = [_footer(store, key) for key in keys]
+    _same_columns(store, files)
+    return files
+
+
+def _same_columns(store: ObjectStore, files: Sequence[InputFile]) -> None:
+    first = dict(files[0].columns)
+    for file in files:
+        columns = dict(file.columns)
+        for name in READ_COLUMNS:
+            if name not in columns:
+                raise DataError(
+                    f"{store.uri}/{file.key}: no column {name!r} (columns: {', '.join(columns) or 'none'})"
+                )
+            if columns[name] != first[name]:
+                raise DataError(
+                    f"{store.uri}/{file.key}: column {name!r} is {columns[name]}, in {files[0].key} "
+                    f"{first[name]}: one type across the input's files"
+                )
 
 
 def _footer(store: ObjectStore, key: str) -> InputFile:
@@ -74,7 +105,8 @@ def _footer(store: ObjectStore, key: str) -> InputFile:
     groups = tuple(metadata.row_group(index).num_rows for index in range(metadata.num_row_groups))
     if sum(groups) == 0:
         raise DataError(f"{where}: has no rows")
-    return InputFile(key, groups)
+    schema = metadata.schema.to_arrow_schema()
+    return InputFile(key, groups, tuple((field.name, str(field.type)) for field in schema))
 
 
 def cut_segments(
@@ -117,7 +149,9 @@ def _ranges(row_groups: Sequence[int], target: int) -> list[tuple[int, int]]:
 
 
 def input_digests(store: ObjectStore, segments: Sequence[Segment], *, id_column: str) -> dict[str, str]:
-    """Each segment's id digest, streaming only the id column of each file once."""
+    """Each segment's id digest, streaming only the id column of each file once; and the ids unique across
+    the input (two files holding the same ids were "verified exactly once" with every id twice)."""
+    seen = SeenIds()
     digests: dict[str, str] = {}
     by_file: dict[str, list[Segment]] = {}
     for segment in segments:
@@ -133,7 +167,11 @@ def input_digests(store: ObjectStore, segments: Sequence[Segment], *, id_column:
                 raise DataError(f"{store.uri}/{key}: column {id_column!r} not found")
             position = 0
             for batch in parquet.iter_batches(batch_size=262_144, columns=[id_column], use_threads=False):
-                hashes = id_hashes(batch.column(0))
+                try:
+                    hashes = id_hashes(batch.column(0))
+                except ValueError as error:  # null ids, or a type no worker writes
+                    raise DataError(f"{store.uri}/{key}: column {id_column!r}: {error}") from None
+                seen.add(hashes, key, position)
                 end = position + len(hashes)
                 for index in np.nonzero((starts < end) & (stops > position))[0]:
                     low, high = max(starts[index] - position, 0), min(stops[index] - position, len(hashes))
@@ -141,4 +179,56 @@ def input_digests(store: ObjectStore, segments: Sequence[Segment], *, id_column:
                 position = end
         for segment, total in zip(group, sums, strict=True):
             digests[segment.segment_id] = as_text(add_digests([total]))
+    seen.refuse_repeats(store, id_column)
     return digests
+
+
+class SeenIds:
+    """Every id's 64-bit hash with where it is (file, row): ids whose hashes repeat are read again and
+    compared, so that only a real repeat is refused. 16 bytes a row in memory (160 MB at 10 M rows)."""
+
+    def __init__(self) -> None:
+        self._hashes: list[np.ndarray] = []
+        self._where: list[tuple[str, int, int]] = []  # (key, first row, rows) of each batch
+
+    def add(self, hashes: np.ndarray, key: str, first_row: int) -> None:
+        self._hashes.append(hashes)
+        self._where.append((key, first_row, len(hashes)))
+
+    def refuse_repeats(self, store: ObjectStore, id_column: str) -> None:
+        if not self._hashes:
+            return
+        hashes = np.concatenate(self._hashes)
+        order = np.argsort(hashes, kind="stable")
+        ordered = hashes[order]
+        repeated = np.nonzero(ordered[1:] == ordered[:-1])[0]
+        if len(repeated) == 0:
+            return
+        rows = sorted({int(order[i]) for i in repeated} | {int(order[i + 1]) for i in repeated})
+        values = self._values(store, id_column, rows)
+        first_seen: dict[str, tuple[str, int]] = {}
+        for row in rows:
+            key, number, value = values[row]
+            if value in first_seen:
+                where, at = first_seen[value]
+                raise DataError(
+                    f"{store.uri}/{key}: id {value!r:.60} at row {number} is also at row {at} of {where}: "
+                    "ids must be unique across the input's files"
+                )
+            first_seen[value] = (key, number)
+
+    def _values(self, store: ObjectStore, id_column: str, rows: list[int]) -> dict[int, tuple[str, int, str]]:
+        """The ids at these global rows (file, row in file, id as text), each file read once."""
+        starts = np.cumsum([0] + [n for _, _, n in self._where])
+        wanted: dict[str, dict[int, int]] = {}
+        for row in rows:
+            batch = int(np.searchsorted(starts, row, side="right")) - 1
+            key, first, _ = self._where[batch]
+            wanted.setdefault(key, {})[first + row - int(starts[batch])] = row
+        found: dict[int, tuple[str, int, str]] = {}
+        for key, by_number in wanted.items():
+            with store.open_read(key) as handle:
+                ids = pq.ParquetFile(handle).read(columns=[id_column]).column(0)
+            for number, row in by_number.items():
+                found[row] = (key, number, str(ids[number].as_py()))
+        return found

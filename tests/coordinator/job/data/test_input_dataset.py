@@ -89,6 +89,38 @@ def test_an_input_that_is_not_a_dataset_is_one_line(tmp_path: Path) -> None:
         list_input(LocalStore(tmp_path), "z.parquet")
 
 
+def _cut_and_digest(store: LocalStore, prefix: str) -> dict[str, str]:
+    files = list_input(store, prefix)
+    return input_digests(store, cut_segments(files, count=3, segment_rows=None, bucket="b"), id_column="id")
+
+
+def test_an_input_prefix_is_checked_whole_before_any_launch(tmp_path: Path) -> None:
+    """Each was found only after instances were paid (or never): the same ids in two files ("verified
+    exactly once", every id twice), int ids beside text ids (the merge died on every resume), a file
+    without the text column (the worker said so), a stale copy in a folder below (part of the input)."""
+    store = LocalStore(tmp_path)
+    write_three_files(tmp_path / "twice")
+    pq.write_table(
+        pa.table({"id": [260, 9], "text": ["again", "new"]}), tmp_path / "twice" / "part-d.parquet"
+    )
+    with pytest.raises(DataError, match=r"twice/part-d.parquet: id '260' at row 0 is also at row 260 of"):
+        _cut_and_digest(store, "twice/")
+    write_three_files(tmp_path / "types")
+    pq.write_table(pa.table({"id": ["x"], "text": ["words"]}), tmp_path / "types" / "part-d.parquet")
+    with pytest.raises(DataError, match=r"types/part-d.parquet: column 'id' is string, in .* int64"):
+        list_input(store, "types/")
+    write_three_files(tmp_path / "notext")
+    pq.write_table(pa.table({"id": [9999], "body": ["words"]}), tmp_path / "notext" / "part-d.parquet")
+    with pytest.raises(DataError, match=r"notext/part-d.parquet: no column 'text' \(columns: id, body\)"):
+        list_input(store, "notext/")
+    write_three_files(tmp_path / "nested")
+    write_three_files(tmp_path / "nested" / "old")
+    with pytest.raises(DataError, match=r"nested/old/part-a.parquet: in a folder under the input's prefix"):
+        list_input(store, "nested/")
+    write_three_files(tmp_path / "fine")
+    assert len(_cut_and_digest(store, "fine/")) == 3  # unique ids, one schema: no refusal
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_a_three_file_job_with_uneven_row_groups_runs_exactly_once_and_fetches(
