@@ -139,13 +139,13 @@ class SegmentTable(WatchedAttempts):
         assert attempt.instance_id is not None
         self._book.stop(attempt.instance_id)
 
-    def stop_for_budget(self, segment: str, why: str) -> None:
-        """Its instance is told to stop: the budget guard will hold no more for it."""
-        attempt = self._active[segment]
+    def stop_for_budget(self, attempt: AttemptRow, why: str) -> None:
+        """Its instance (the segment's active one, or a warned one still leaving) is told to stop: the
+        budget guard will hold no more for it."""
         self._budget_stopped.add(attempt.attempt_id)
         assert attempt.instance_id is not None
         self._book.stop(attempt.instance_id)
-        log.error("%s: stopping %s: %s", segment, attempt.instance_id, why)
+        log.error("%s: stopping %s: %s", attempt.segment_id, attempt.instance_id, why)
 
     # -- EC2's warnings: the hand-over ---------------------------------------------------------------------
 

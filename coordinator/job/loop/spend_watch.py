@@ -4,11 +4,12 @@ A launch reserves its estimate with the budget guard (`launcher.py`). A slow hos
 still beats, a boot that takes longer: an attempt can run past its estimate, and the actual spend then passes
 the ceiling though every reservation fitted (measured: $0.0821 spent under a $0.07 ceiling). Each cycle this
 watch prices every running attempt as if it were stopped now: its billing rule from its launch to now plus
-`lead` (the time a stop takes to end the bill: the next cycle and the terminate). Before that passes what
-the guard holds for it, the reservation grows (by what is due, at least a quarter of what it holds): the
-guard refuses growth that would pass the ceiling, and the attempt is then stopped at once (its worker
-drains to its checkpoint), so its bill ends within what the guard held. The segment's next launch asks the
-guard too, and fails with the figures when nothing is left.
+`lead` (the time a stop takes to end the bill: the next cycle and the terminate); a warned attempt still
+leaving (draining, or working on until its replacement beats) bills too, and is watched alike. Before that
+passes what the guard holds for it, the reservation grows (by what is due, at least a quarter of what it
+holds): the guard refuses growth that would pass the ceiling, and the attempt is then stopped at once (its
+worker drains to its checkpoint), so its bill ends within what the guard held. The segment's next launch
+asks the guard too, and fails with the figures when nothing is left.
 
 A grown reservation is held under the attempt's label: the guard's spend log is the one record of what is
 held for each attempt (this watch keeps none of its own). When the attempt ends, its actual settles the
@@ -50,7 +51,7 @@ class SpendWatch:
         self.lead = lead_seconds
 
     def check(self) -> None:
-        running = [a for a in self._table.active_attempts() if not self._table.budget_stopped(a)]
+        running = [a for a in self._table.watched() if not self._table.budget_stopped(a)]
         if not running:
             return
         reservations = self._guard.state().reservations
@@ -69,7 +70,7 @@ class SpendWatch:
                 self._guard.authorize(label, more)
             except BudgetGuardExceeded as refusal:
                 self._table.stop_for_budget(
-                    attempt.segment_id,
+                    attempt,
                     f"it has cost ${due:.4f}, the guard holds ${held:.4f} for it and will not hold "
                     f"${more:.4f} more: {refusal}",
                 )

@@ -5,11 +5,15 @@ under a $0.07 ceiling)."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from coordinator.job.loop.spend_watch import SpendWatch
+from inference.heartbeat import Heartbeat
+from inference.layout import heartbeat_key
 from tests.coordinator.job.loop.live_loop import LiveLoop, live_loop
 
 HOUR = 3600.0
@@ -66,3 +70,25 @@ def test_a_restart_between_an_attempts_actual_and_its_growth_settles_the_growth_
     loop.guard.authorize(label, 0.05)  # as if the growth had been left open by a kill
     loop.book.settle(label, ended.cost_usd)
     assert loop.guard.state().spent == pytest.approx(spent) and loop.guard.state().reservations == {}
+
+
+def test_a_warned_attempt_still_leaving_is_watched_and_stopped_alike(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A rebalanced attempt works on until its replacement beats, and was watched by nobody: a replacement
+    that never booted left it billing past the ceiling."""
+    loop = live_loop(tmp_path, segments=1, policy="spot-only", ceiling=0.01)
+    watch = SpendWatch(loop.table, loop.guard, loop.quotes, loop.clock, lead_seconds=10.0)
+    loop.launch()
+    attempt = loop.attempt()
+    assert attempt.instance_id is not None
+    beat = Heartbeat("seg-0000", attempt.instance_id, "spot", attempt.attempt_id, 10, rows_done=1)
+    loop.store.put(heartbeat_key("seg-0000"), json.dumps(asdict(beat)).encode())
+    (view,) = loop.monitor.observe([attempt])
+    loop.table.first_beat(view)
+    assert loop.table.warn("seg-0000", "EC2 rebalance recommendation", rebalance=True)
+    assert loop.table.is_leaving(attempt)
+    loop.wall.advance(HOUR)
+    watch.check()
+    assert loop.fleet.terminated == [[attempt.instance_id]]
+    assert "will not hold" in caplog.text
