@@ -89,11 +89,15 @@ def segment_count(text: str) -> int:
     return value
 
 
-def add_segment_options(options: Options, *, segments: str | None, minutes: str | None = None) -> None:
-    """`--segments` (a count, 1 to `MAX_SEGMENTS`) and `--segment-minutes` (segments sized by work: minutes
-    above 0), each offered when its help is given."""
+def add_segment_options(
+    options: Options, *, segments: str | None, minutes: str | None = None, instances: str | None = None
+) -> None:
+    """`--segments` (a count, 1 to `MAX_SEGMENTS`), `--segment-minutes` (segments sized by work: minutes
+    above 0) and `--max-instances` (a count, as `--segments`), each offered when its help is given."""
     if segments is not None:
         options.add_argument("--segments", type=segment_count, help=segments)
+    if instances is not None:
+        options.add_argument("--max-instances", type=segment_count, help=instances)
     if minutes is not None:
         options.add_argument("--segment-minutes", type=positive_float, help=minutes)
 

@@ -68,14 +68,8 @@ def add_parser(commands: Subcommands) -> None:
         "uniform-progress)",
     )
     run.add_argument("--deadline-minutes", type=float, help="cloud minutes from the start; deadline policies")
-    run.add_argument(
-        "--reserve-hours",
-        type=float,
-        help=(
-            "the deadline policy's slack kept for returns to spot at a segment's start, then in proportion "
-            "to its work left (default 1.5)"
-        ),
-    )
+    reserve = "hours of slack the deadline policy keeps for returns to spot (default 1.5)"
+    run.add_argument("--reserve-hours", type=float, help=reserve)
     run.add_argument("--spot-share", type=float, help="hybrid: share of segments that start on spot")
     run.add_argument("--max-spot-retries", type=int)
     run.add_argument("--live-prices", action="store_true", help="spot and on-demand prices from AWS now")
@@ -111,6 +105,7 @@ def add_sizing_options(run: argparse.ArgumentParser) -> None:
         run,
         segments="at most the row count (default 10, or the plan's)",
         minutes="segments sized by work: about this many cloud minutes each at --planned-rows-per-s",
+        instances="instances of the job at once (default: one per segment); the others wait their turn",
     )
     run.add_argument(
         "--plan", type=Path, help="`spotbatch plan --json`'s choice: types, segments, checkpoints"
@@ -261,6 +256,7 @@ def _spec(args: argparse.Namespace, job_id: str, key: str, rows: int, stack: Sta
         input_key=key,
         rows=rows,
         segments=min(args.segments or DEFAULT_SEGMENTS, rows),  # a segment is at least a row
+        max_instances=args.max_instances,
         segment_rows=segment_rows(args),
         fetch_results=args.fetch,
         policy=args.policy,

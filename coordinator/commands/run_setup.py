@@ -138,7 +138,7 @@ def preflight_for_run(
             cloud.ec2,
             instance_type=spec.instance_type,
             vcpus=max(table.vcpus(kind) for kind in spec.pool_types),
-            instances=spec.segments,
+            instances=spec.instances_at_once,
             markets=("spot", "on-demand"),
         )
     )

@@ -112,12 +112,12 @@ def check_vcpu_quotas(
 
 
 def advice(instance_type: str, fits: int, requests: list[str]) -> str:
-    """What to do about a quota too small: the segments that fit (each runs an instance at once), and the
+    """What to do about a quota too small: the instances that fit at once (the job's cap), and the
     request for what the job asked (new accounts start at 5-32 standard vCPUs, and 0 for G and VT)."""
     ask = "; ".join(
         f"aws service-quotas request-service-quota-increase --service-code ec2 {r}" for r in requests
     )
     if fits >= 1:
-        segments = f"SEGMENTS={fits} (--segments {fits})"
-        return f"run at most {fits} segments at once: {segments}, or request more in Service Quotas: {ask}"
+        cap = f"MAX_INSTANCES={fits} (--max-instances {fits}: the other segments wait their turn)"
+        return f"run at most {fits} instances at once: {cap}, or request more in Service Quotas: {ask}"
     return f"no {instance_type} fits in the free quota: request more in Service Quotas: {ask}"

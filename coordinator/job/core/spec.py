@@ -40,6 +40,7 @@ class JobSpec:
     rows: int
     segments: int  # how many, for one file; over many files the segments are of about rows/segments rows
     segment_rows: int | None = None  # segments sized by work instead: about this many rows each
+    max_instances: int | None = None  # instances of the job at once (None: one per segment); the rest wait
     fetch_results: bool = True  # the verified output joined to the input, local (False: it stays in S3)
     policy: str
     policy_options: dict[str, float] = field(default_factory=dict)
@@ -60,6 +61,11 @@ class JobSpec:
     replace_on_rebalance: bool = False  # start the replacement on EC2's rebalance recommendation
     use_events: bool = True  # act on EC2's events from the stack's queue; False: heartbeats and listings only
     tuning: WorkerTuning = field(default_factory=WorkerTuning)  # batch size, checkpoints, beats (tags)
+
+    @property
+    def instances_at_once(self) -> int:
+        """How many instances the job may run at once: its segments, or fewer when capped."""
+        return min(self.segments, self.max_instances or self.segments)
 
     @property
     def pool_types(self) -> tuple[str, ...]:

@@ -54,14 +54,17 @@ class PolicyPass:
         self._table, self._launcher, self._monitor = table, launcher, monitor
         self._job = LiveJob(table=table, launcher=launcher, monitor=monitor, spec=spec, clock=clock)
         self._job_id = spec.job_id
+        self._max_instances = spec.instances_at_once
 
     def run(self) -> None:
         self._stop_a_failing_boot()
         speed = JobSpeed(self._job)  # measured once, if the driver asks: the same for every segment
+        room = self._max_instances - len(self._table.watched())  # a leaving attempt bills too: it counts
         for row in self._table.segments():
             world = LiveSegment(self._job, row, speed)
             if row.state in WAITING:
-                self._place(world)
+                if room > 0 and self._place(world):
+                    room -= 1
             elif row.state == SegmentState.RUNNING and not self._table.switching(row.segment_id):
                 self._keep(world)
 
@@ -80,16 +83,18 @@ class PolicyPass:
             "again"
         )
 
-    def _place(self, world: LiveSegment) -> None:
+    def _place(self, world: LiveSegment) -> bool:
+        """The policy's placement of a waiting segment; True when it launched an instance."""
         row = world.row
         cause: Cause = "interrupted" if row.state == SegmentState.INTERRUPTED else "failed-launch"
         decision = self.driver.place(world, cause)
         if decision is None:
-            return  # wait: for spot, or for a failed launch's backoff
+            return False  # wait: for spot, or for a failed launch's backoff
         if decision.market is None:
             self._table.fail(row.segment_id, decision.reason)
-        else:
-            self._launcher.launch(row, decision.market, decision.reason)
+            return False
+        self._launcher.launch(row, decision.market, decision.reason)
+        return True
 
     def _keep(self, world: LiveSegment) -> None:
         attempt = self._table.active(world.row.segment_id)

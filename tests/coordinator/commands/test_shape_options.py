@@ -9,7 +9,12 @@ import pytest
 from coordinator.cli import main
 
 SHAPED = {  # command (with what it needs besides) -> the shape options it takes
-    ("run", "--input-key", "data/x.parquet"): ("--rows", "--segments", "--segment-minutes"),
+    ("run", "--input-key", "data/x.parquet"): (
+        "--rows",
+        "--segments",
+        "--segment-minutes",
+        "--max-instances",
+    ),
     ("simulate",): ("--rows", "--segments"),
     ("plan",): ("--rows", "--segments", "--segment-minutes"),
     ("whatif", "--deadline-hours", "10"): ("--rows",),
@@ -23,7 +28,7 @@ CASES = [
         ("0", "-3", "ten")
         if option == "--rows"
         else ("0", "-3", "ten", "10001")
-        if option == "--segments"
+        if option in ("--segments", "--max-instances")
         else ("0", "-1", "nan", "inf")
     )
 ]

@@ -132,7 +132,7 @@ def test_a_young_accounts_quota_names_the_segments_that_fit_and_the_request_to_m
         client, ec2, instance_type="c7i.xlarge", vcpus=4, instances=10, markets=("on-demand", "spot")
     )
     assert not result.passed
-    assert "run at most 4 segments at once: SEGMENTS=4 (--segments 4)" in result.reason
+    assert "run at most 4 instances at once: MAX_INSTANCES=4 (--max-instances 4" in result.reason
     assert f"--quota-code {spot} --desired-value 40" in result.reason  # none in use, 40 needed
     assert f"--quota-code {on_demand} --desired-value 48" in result.reason  # 8 in use, 40 needed
     assert "aws service-quotas request-service-quota-increase --service-code ec2" in result.reason
@@ -144,5 +144,7 @@ def test_a_gpu_family_at_zero_says_no_segment_fits(quotas: tuple[Any, Stubber], 
     result = check_vcpu_quotas(
         client, ec2, instance_type="g5.xlarge", vcpus=4, instances=2, markets=("spot",)
     )
-    assert not result.passed and "no g5.xlarge fits" in result.reason and "SEGMENTS=" not in result.reason
+    assert (
+        not result.passed and "no g5.xlarge fits" in result.reason and "MAX_INSTANCES=" not in result.reason
+    )
     assert f"--quota-code {QUOTA_CODES['g'][1]} --desired-value 12" in result.reason  # 4 in use + 8

@@ -12,6 +12,7 @@ from coordinator.errors import AwsSetupError, CapacityError, LaunchError, Permis
 from coordinator.job.aws.capacity_pools import Placement
 from coordinator.job.core.segment_states import SegmentState
 from coordinator.job.core.worker_contract import LaunchRequest
+from coordinator.job.loop.monitor import AttemptView
 from tests.coordinator.job.loop.live_loop import FakeFleet, live_loop
 from tests.host_load import scaled
 
@@ -62,3 +63,16 @@ def test_a_refusal_of_the_account_is_raised_after_every_answer_is_recorded(tmp_p
     failed = loop.table.segment("seg-0000")
     assert failed.state == SegmentState.FAILED and "ec2:RunInstances denied" in failed.failure
     assert [a.segment_id for a in loop.table.active_attempts()] == ["seg-0001", "seg-0002"]  # watched
+
+
+def test_a_job_capped_at_two_instances_runs_two_at_once_and_the_rest_wait_their_turn(tmp_path: Path) -> None:
+    """Nothing capped a job's instances: a plan of 10**9 segments was 2,000 launch attempts at once."""
+    loop = live_loop(tmp_path, segments=3, policy="on-demand", max_instances=2)
+    loop.launch()
+    assert len(loop.fleet.launched) == 2
+    loop.launch()
+    assert len(loop.fleet.launched) == 2  # still two open: the third waits
+    ended = loop.attempt("seg-0000")
+    loop.table.lose(AttemptView(ended, "lost", "gone", "terminated", None))  # one closes: a turn is free
+    loop.launch()
+    assert len(loop.fleet.launched) == 3 and len(loop.table.watched()) == 2
