@@ -20,6 +20,14 @@ from botocore.exceptions import ClientError
 
 from coordinator.errors import PermissionDenied, QuotaExceeded
 
+# a spot launch on an account without AWSServiceRoleForEC2Spot: EC2 creates it on first use only for a caller
+# that may iam:CreateServiceLinkedRole, which the coordinator's policy does not grant (nor should it, daily)
+SPOT_ROLE_MISSING = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
+SPOT_ROLE_HINT = (
+    "the account has no service-linked role for spot (AWSServiceRoleForEC2Spot) and the coordinator may "
+    "not create it: create it once as an administrator, `aws iam create-service-linked-role "
+    "--aws-service-name spot.amazonaws.com` (an account that ever ran a spot instance has it)"
+)
 PERMISSION_CODES = frozenset(
     {
         "UnauthorizedOperation",
@@ -32,6 +40,7 @@ PERMISSION_CODES = frozenset(
         "ExpiredToken",
         "ExpiredTokenException",
         "403",  # an error body the client could not parse (moto's XML answer to a JSON-protocol call)
+        SPOT_ROLE_MISSING,
     }
 )
 CREDENTIAL_CODES = frozenset(
@@ -70,7 +79,9 @@ def raise_for_setup(error: ClientError, service: str, doing: str) -> None:
     code = error_code(error)
     if code in PERMISSION_CODES:
         action = denied_action(error, service)
-        if code in CREDENTIAL_CODES:
+        if code == SPOT_ROLE_MISSING:
+            message, action = f"{doing}: {code}: {SPOT_ROLE_HINT}", "iam:CreateServiceLinkedRole"
+        elif code in CREDENTIAL_CODES:
             message = f"{doing}: {code}: the credentials are not valid here ({error})"
         elif action == "iam:PassRole":
             message = (
@@ -84,5 +95,5 @@ def raise_for_setup(error: ClientError, service: str, doing: str) -> None:
     if code in QUOTA_CODES:
         raise QuotaExceeded(
             f"{doing}: {code}: an account quota is used up ({error}); request more in Service Quotas, "
-            "or run fewer segments at once (--segments)"
+            "or run fewer instances at once (--max-instances)"
         ) from None

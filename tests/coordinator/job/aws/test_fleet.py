@@ -367,7 +367,13 @@ def test_a_refused_teardown_stops_the_job_naming_the_instance_it_cannot_end(ec2:
     [
         ("insufficient-capacity", CapacityError, "no capacity for spot in any pool"),  # each zone asked
         ("spot-max-price-too-low", CapacityError, "SpotMaxPriceTooLow"),
-        ("vcpu-limit-exceeded", QuotaExceeded, "--segments"),
+        ("vcpu-limit-exceeded", QuotaExceeded, "--max-instances"),
+        # a fresh account, least privilege: every spot segment failed as "not about capacity", exit 1
+        (
+            "spot-service-linked-role-missing",
+            PermissionDenied,
+            "create-service-linked-role --aws-service-name spot",
+        ),
         ("request-limit-exceeded", ThrottledError, "RequestLimitExceeded"),
         ("run-unauthorized-encoded", PermissionDenied, "may not call ec2:RunInstances"),
     ],
