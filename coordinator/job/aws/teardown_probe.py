@@ -3,7 +3,9 @@
 The pre-flight cannot give it: EC2 answers a dry run about an instance that does not exist with
 InvalidInstanceID.NotFound, and where the policy lets the coordinator terminate only instances tagged
 Project=spotbatch (docs/aws/coordinator-policy.json) with UnauthorizedOperation, whatever the policy. So the
-fleet launches a job's first instance alone and asks about it before any other launch.
+fleet launches a job's first instance alone and asks about it before any other launch; and as EC2 answers
+UnauthorizedOperation too for an instance it does not list yet (the tag condition cannot be read), a
+refusal counts only once DescribeInstances lists the instance.
 
 Usage::
 
@@ -38,6 +40,11 @@ def prove_teardown(ec2: Any, placed: Placement, sleep: Callable[[float], None]) 
             code = error_code(error)
             if code == "DryRunOperation":
                 return True
+            if code in PERMISSION_CODES and not _listed(ec2, placed.instance_id):
+                # under the policy's tag condition EC2 refuses an instance it cannot see yet, whatever the
+                # permission (asked in the same breath as RunInstances): a refusal only once it lists it
+                sleep(RETRY_SECONDS)
+                continue
             if code in PERMISSION_CODES:
                 raise TeardownRefused(
                     f"ec2:TerminateInstances is refused ({code}) on the job's first instance "
@@ -59,3 +66,14 @@ def prove_teardown(ec2: Any, placed: Placement, sleep: Callable[[float], None]) 
         "teardown dry run: %s still unknown to EC2; asked again at the next launch", placed.instance_id
     )
     return False
+
+
+def _listed(ec2: Any, instance_id: str) -> bool:
+    """Whether EC2 lists the instance yet (its API is eventually consistent after RunInstances)."""
+    try:
+        answer = ec2.describe_instances(InstanceIds=[instance_id])
+    except ClientError as error:
+        if error_code(error) == "InvalidInstanceID.NotFound":
+            return False
+        raise
+    return any(r.get("Instances") for r in answer.get("Reservations", []))

@@ -393,3 +393,24 @@ def test_the_fleets_reaction_to_each_answer_moto_never_gives(
         with pytest.raises(reaction, match=named):
             fleet.launch(request())
         stub.assert_no_pending_responses()  # no other pool after a quota, a permission or throttling
+
+
+def test_a_refusal_for_an_instance_ec2_does_not_list_yet_is_asked_again(aws_credentials: None) -> None:
+    """Under the documented tag condition EC2 answers UnauthorizedOperation for an instance it does not see
+    yet (the dry run follows RunInstances at once): a correct policy stopped the job (TeardownRefused)."""
+    from coordinator.job.aws.capacity_pools import Placement
+    from coordinator.job.aws.teardown_probe import prove_teardown
+
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    placed = Placement("i-0new", "c7i.xlarge", "us-east-1a")
+    with Stubber(ec2) as stub:
+        queue_error(stub, "terminate-unauthorized")
+        stub.add_client_error("describe_instances", "InvalidInstanceID.NotFound", "unknown yet", 400)
+        dry_run_allowed(stub)
+        assert prove_teardown(ec2, placed, lambda s: None)
+        stub.assert_no_pending_responses()
+    with Stubber(ec2) as stub:  # listed, and still refused: the policy's
+        queue_error(stub, "terminate-unauthorized")
+        stub.add_response("describe_instances", {"Reservations": [{"Instances": [{"InstanceId": "i-0new"}]}]})
+        with pytest.raises(TeardownRefused, match="ec2:TerminateInstances is refused"):
+            prove_teardown(ec2, placed, lambda s: None)
