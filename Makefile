@@ -122,9 +122,9 @@ image: model  ## the worker image for the instance type (CPU or CUDA), linux/amd
 image-push: setup  ## push the image to the stack's ECR with your credentials; then `make apply-real` again
 	$(SPOTBATCH) image push $(REAL_TARGET)
 
-run-real: setup  ## AWS: upload INPUT=file.parquet, run the job on the stack, print the ledger [SEGMENTS= MAX_INSTANCES= POLICY= OVERRIDE= PLAN=plan.json]
-	@test -n "$(INPUT)" || { echo "usage: make run-real INPUT=file.parquet [SEGMENTS=10] [POLICY=hybrid] [PLAN=plan.json]" >&2; exit 2; }
-	$(SPOTBATCH) run $(REAL_TARGET) $(REAL_PRICES) $(REAL_OVERRIDE) --input "$(INPUT)" $(if $(SEGMENTS),--segments "$(SEGMENTS)") $(if $(MAX_INSTANCES),--max-instances "$(MAX_INSTANCES)") $(if $(POLICY),--policy "$(POLICY)") $(if $(PLAN),--plan "$(PLAN)")
+run-real: setup  ## AWS: upload INPUT=file.parquet (or INPUT_KEY=data/... in the bucket), run the job, print the ledger [SEGMENTS= MAX_INSTANCES= POLICY= OVERRIDE= PLAN=plan.json]
+	@test -n "$(INPUT)$(INPUT_KEY)" || { echo "usage: make run-real INPUT=file.parquet|INPUT_KEY=data/prefix/ [SEGMENTS=10] [POLICY=hybrid] [PLAN=plan.json]" >&2; exit 2; }
+	$(SPOTBATCH) run $(REAL_TARGET) $(REAL_PRICES) $(REAL_OVERRIDE) $(if $(INPUT),--input "$(INPUT)",--input-key "$(INPUT_KEY)") $(if $(SEGMENTS),--segments "$(SEGMENTS)") $(if $(MAX_INSTANCES),--max-instances "$(MAX_INSTANCES)") $(if $(POLICY),--policy "$(POLICY)") $(if $(PLAN),--plan "$(PLAN)")
 
 destroy-real: setup  ## AWS: destroy the stack (needs only its state); DELETE_DATA=1 also deletes outputs and images
 	$(SPOTBATCH) infra destroy-real $(if $(DELETE_DATA),--delete-data)

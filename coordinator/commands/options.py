@@ -35,6 +35,7 @@ from coordinator.errors import BudgetConfigError
 from coordinator.paths import spend_log_path
 from coordinator.stack.defaults import DEFAULT_INSTANCE_TYPE
 from coordinator.stack.target import region_or_emulators, resolve_region
+from inference.layout import DATA_PREFIX
 
 # what `add_subparsers()` returns; a string, since argparse's class is not subscriptable at run time
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -51,6 +52,16 @@ def valid_job_id(text: str) -> str:
     folder, so `../x` or `a/b` is refused, not followed."""
     if not JOB_ID.match(text):
         raise argparse.ArgumentTypeError(f"{text!r}: {JOB_ID_RULE}")
+    return text
+
+
+def input_key(text: str) -> str:
+    """argparse's type for `--input-key`: under data/ of the bucket, the one prefix the workers may read."""
+    if not text.startswith(DATA_PREFIX) or text == DATA_PREFIX:
+        raise argparse.ArgumentTypeError(
+            f"{text}: the job's workers may read only {DATA_PREFIX}... of the stack's bucket: put the "
+            "dataset there (spotbatch run --input FILE uploads it so)"
+        )
     return text
 
 

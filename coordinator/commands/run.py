@@ -29,6 +29,7 @@ from coordinator.commands.options import (
     add_segment_options,
     add_target_options,
     budget_guard,
+    input_key,
     valid_job_id,
 )
 from coordinator.commands.plan_file import DEFAULT_PLANNED_ROWS_PER_S
@@ -123,6 +124,7 @@ def add_input_options(run: argparse.ArgumentParser) -> None:
     source.add_argument("--input", type=Path, help="a local Parquet, CSV or JSONL file to upload and predict")
     source.add_argument(
         "--input-key",
+        type=input_key,
         help="a dataset already in the stack's bucket: a Parquet object, or a prefix ending in / (its "
         ".parquet objects)",
     )

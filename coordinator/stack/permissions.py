@@ -222,6 +222,12 @@ def _job_prefix_statements(arns: StackArns) -> list[Statement]:
             (arns.bucket_arn,),
             {"StringLike": {"s3:prefix": [f"{arns.job_prefix}*"]}},
         ),
+        Statement(
+            "ListInputDatasets",
+            (("s3:ListBucket", "the .parquet objects of an input given as a prefix under data/"),),
+            (arns.bucket_arn,),
+            {"StringLike": {"s3:prefix": [f"{arns.data_prefix}*"]}},
+        ),
     ]
 
 

@@ -94,6 +94,6 @@ def test_a_segment_count_below_one_is_refused_by_the_parser(text: str) -> None:
 def test_never_more_segments_than_rows() -> None:
     from coordinator.commands.run import _spec
 
-    args: Any = build_parser().parse_args(["run", "--input-key", "k", "--segments", "10"])
+    args: Any = build_parser().parse_args(["run", "--input-key", "data/k", "--segments", "10"])
     spec = _spec(args, "j", "k", 1, STACK)
     assert spec.segments == 1

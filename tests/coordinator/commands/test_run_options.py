@@ -37,8 +37,8 @@ def test_no_events_turns_the_queue_off_and_the_default_keeps_it() -> None:
     from coordinator.cli import build_parser
 
     parse = build_parser().parse_args
-    assert parse(["run", "--input-key", "k"]).use_events is True
-    assert parse(["run", "--input-key", "k", "--no-events"]).use_events is False
+    assert parse(["run", "--input-key", "data/k"]).use_events is True
+    assert parse(["run", "--input-key", "data/k", "--no-events"]).use_events is False
 
 
 def test_instance_types_are_the_jobs_pools_of_the_stacks_kind() -> None:
@@ -72,7 +72,7 @@ def test_a_real_run_refuses_the_budget_test_mode_left_in_a_shell(tmp_path: Path)
     ran. Now the run stops before it reads, uploads or spends anything, in one line."""
     env = {**os.environ, "BUDGET_GUARD_TEST_MODE": "1", "SPOTBATCH_HOME": str(tmp_path)}
     outputs = tmp_path / "never-applied" / "outputs.json"
-    command = [sys.executable, "-m", "coordinator", "run", "--input-key", "k", "--outputs", str(outputs)]
+    command = [sys.executable, "-m", "coordinator", "run", "--input-key", "data/k", "--outputs", str(outputs)]
     refused = subprocess.run(command, capture_output=True, text=True, env=env, timeout=scaled(120))
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
@@ -101,7 +101,7 @@ def _spotbatch(
 
 def test_a_run_on_a_stack_never_applied_points_to_apply_real(tmp_path: Path) -> None:
     outputs = tmp_path / "runs" / "infra" / "aws" / "outputs.json"
-    ran = _spotbatch(tmp_path, "run", "--input-key", "k", "--outputs", str(outputs))
+    ran = _spotbatch(tmp_path, "run", "--input-key", "data/k", "--outputs", str(outputs))
     assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stderr
     assert "the stack was never applied here; run `make apply-real" in ran.stderr
 

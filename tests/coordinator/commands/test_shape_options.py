@@ -58,3 +58,15 @@ def test_a_job_id_that_is_no_name_is_refused_before_anything_is_read(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert f"{job!r}: 1-48 letters, digits" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("key", ["other/x.parquet", "x.parquet", "data/", "jobs/j/parts/"])
+def test_an_input_key_outside_data_is_refused_before_anything_is_read(
+    key: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The workers may read only data/: a key elsewhere was listed, paid for, then denied to every worker."""
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--input-key", key])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1
+    assert err.startswith(f"error: --input-key {key}: the job's workers may read only data/"), err

@@ -12,9 +12,11 @@ from typing import Any
 import boto3
 import pytest
 
+from coordinator.errors import DataError
 from coordinator.job.aws.fleet import Fleet
 from coordinator.job.aws.roles import JobRoles
 from coordinator.job.core.worker_contract import LaunchRequest
+from coordinator.job.data import list_input
 from coordinator.stack.outputs import StackOutputs
 from coordinator.stack.permissions import coordinator_policy, worker_job_policy
 from coordinator.stack.policy_docs import placeholder_arns
@@ -30,6 +32,7 @@ CONTEXT = {  # (statement, condition key) -> the request context that meets it, 
     ("PassOnlyJobRoles", "iam:PassedToService"): "the job role reaches EC2 only in RunInstances' profile",
     ("CreateJobRolesUnderTheBoundary", "iam:PermissionsBoundary"): "CreateRole names the stack's boundary",
     ("ListJobHeartbeats", "s3:prefix"): "the coordinator lists only under jobs/<job>/",
+    ("ListInputDatasets", "s3:prefix"): "an input prefix is under data/ (run's --input-key refuses others)",
     ("ListItsJob", "s3:prefix"): "a worker lists only under its job's prefix (its store is rooted there)",
     ("PutItsMetrics", "cloudwatch:namespace"): "the worker puts into the stack's namespace (its env)",
     ("LaunchWithTheStackKey", "kms:ViaService"): "EC2 calls KMS itself, for the launch's volume",
@@ -126,3 +129,7 @@ def test_listings_stay_under_the_prefix_their_condition_allows(aws: dict[str, An
     store.fingerprints("heartbeats/")
     assert not store.exists("checkpoints/seg-0000.json")
     assert lists and all(call["Prefix"].startswith("jobs/job-1/") for call in lists)
+    del lists[:]
+    with pytest.raises(DataError, match=r"no \.parquet object under this prefix"):  # the input of a job
+        list_input(S3Store("spotbatch-b", "", client=s3), "data/reviews/")
+    assert [call["Prefix"] for call in lists] == ["data/reviews/"]

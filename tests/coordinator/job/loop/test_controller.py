@@ -648,7 +648,7 @@ def test_run_cli_names_a_bad_outputs_file(tmp_path: Path) -> None:
             "--job-id",
             "j",
             "--input-key",
-            "k",
+            "data/k",
             "--rows",
             "10",
             "--endpoint",
