@@ -27,7 +27,7 @@ def add_parser(commands: Subcommands) -> None:
 
 def policy_command(args: argparse.Namespace) -> int:
     from coordinator.paths import runs_dir
-    from coordinator.stack import permissions, policy_docs
+    from coordinator.stack import permissions, policy_docs, worker_permissions
     from coordinator.stack.iam_documents import explain, render
     from coordinator.stack.outputs import StackOutputs
 
@@ -41,7 +41,7 @@ def policy_command(args: argparse.Namespace) -> int:
     account = stack.repository_arn.split(":")[4]  # the stack's own account, as its ARNs name it
     arns = permissions.arns_for(stack, account)
     statements = (
-        permissions.worker_job_policy(arns, args.worker)
+        worker_permissions.worker_job_policy(arns, args.worker)
         if args.worker
         else permissions.coordinator_policy(arns)
     )

@@ -23,8 +23,9 @@ from typing import Any
 
 from coordinator.paths import REPO_ROOT
 from coordinator.stack.iam_documents import render
-from coordinator.stack.permissions import coordinator_policy, worker_job_policy
+from coordinator.stack.permissions import coordinator_policy
 from coordinator.stack.policy_docs import placeholder_arns
+from coordinator.stack.worker_permissions import worker_job_policy
 
 EXAMPLE_NAMES = {  # docs/aws placeholder -> a well-formed example (parliament checks ARN formats)
     "ACCOUNT_ID": "123456789012",

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 
 from coordinator.stack.iam_documents import StackArns, explain, render, worker_trust_policy
-from coordinator.stack.permissions import coordinator_policy, worker_job_policy
+from coordinator.stack.permissions import coordinator_policy
+from coordinator.stack.worker_permissions import worker_job_policy
 
 
 def placeholder_arns() -> StackArns:

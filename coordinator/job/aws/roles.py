@@ -32,7 +32,8 @@ from coordinator.job.aws.instances import alive_ids, list_instances, wait_termin
 from coordinator.job.core import SHUTDOWN_WAIT_SECONDS
 from coordinator.stack.iam_documents import PolicyShape, as_written, render, worker_trust_policy
 from coordinator.stack.outputs import StackOutputs
-from coordinator.stack.permissions import arns_for, worker_job_policy
+from coordinator.stack.permissions import arns_for
+from coordinator.stack.worker_permissions import worker_job_policy
 
 log = logging.getLogger("coordinator.job.aws.roles")
 

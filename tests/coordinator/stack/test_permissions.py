@@ -12,8 +12,9 @@ from coordinator.cli import main
 from coordinator.paths import REPO_ROOT
 from coordinator.stack.emulator_policy import for_emulator
 from coordinator.stack.iam_documents import actions_of, render
-from coordinator.stack.permissions import coordinator_policy, worker_job_policy
+from coordinator.stack.permissions import coordinator_policy
 from coordinator.stack.policy_docs import docs_files, placeholder_arns
+from coordinator.stack.worker_permissions import worker_job_policy
 from inference.layout import CONTROL_PREFIX, JOB_MANIFEST_KEY, WORKER_PREFIXES
 
 DOCS = REPO_ROOT / "docs" / "aws"

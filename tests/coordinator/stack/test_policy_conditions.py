@@ -18,8 +18,9 @@ from coordinator.job.aws.roles import JobRoles
 from coordinator.job.core.worker_contract import LaunchRequest
 from coordinator.job.data import list_input
 from coordinator.stack.outputs import StackOutputs
-from coordinator.stack.permissions import coordinator_policy, worker_job_policy
+from coordinator.stack.permissions import coordinator_policy
 from coordinator.stack.policy_docs import placeholder_arns
+from coordinator.stack.worker_permissions import worker_job_policy
 from inference.s3_store import S3Store
 
 CONTEXT = {  # (statement, condition key) -> the request context that meets it, and where it comes from

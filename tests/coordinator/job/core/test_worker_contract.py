@@ -24,8 +24,8 @@ from coordinator.job.core.worker_contract import (
 )
 from coordinator.paths import TERRAFORM_DIR
 from coordinator.stack.iam_documents import render
-from coordinator.stack.permissions import worker_job_policy
 from coordinator.stack.policy_docs import placeholder_arns
+from coordinator.stack.worker_permissions import worker_job_policy
 from inference.layout import DATA_PREFIX, JOBS_PREFIX, WORKER_PREFIXES, job_prefix
 
 TEMPLATE = TERRAFORM_DIR / "modules" / "worker_templates" / "user_data.sh.tftpl"
