@@ -25,6 +25,7 @@ from coordinator.cost.pricing import PriceTable
 from coordinator.errors import ConfigError, DataError
 from coordinator.plan.planner import Job, Plan, Ranked, make_plan
 from coordinator.plan.throughput import Throughputs
+from coordinator.stack.opt_in_regions import OPT_IN_REGIONS, enable_hint
 
 DEFAULT_BYTES_PER_ROW = 88  # the default dataset: 10,000 movie sentences in 877 KB of Parquet
 
@@ -150,6 +151,9 @@ def render(plan: Plan) -> str:
         lines += _rows(plan, ranked)
     if plan.default is not None:
         lines += ["", "pinned default (what `make simulate` runs):", *_rows(plan, plan.default)]
+    opt_in = sorted({r.pool.region for r in plan.ranked} & OPT_IN_REGIONS)
+    if opt_in:
+        lines += ["", *[f"note: {enable_hint(region)} (a new account has it disabled)" for region in opt_in]]
     lines += ["", "inputs:", *[f"  {line}" for line in inputs(plan)]]
     if plan.skipped:
         lines += ["left out:", *[f"  {what}: {why}" for what, why in sorted(plan.skipped.items())]]
@@ -198,6 +202,7 @@ def to_json(plan: Plan) -> dict[str, Any]:
         pool = r.pool
         return {
             "region": pool.region,
+            "opt_in_region": pool.region in OPT_IN_REGIONS,
             "zone_id": pool.zone_id,
             "instance_type": pool.instance_type,
             "spot_usd_per_hour": pool.spot.usd_per_hour,

@@ -24,6 +24,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from coordinator.cost.pricing import Market, PriceQuote, PriceTable
+from coordinator.errors import ConfigError
+from coordinator.stack.opt_in_regions import OPT_IN_REGIONS, enable_hint
 
 MAX_AGE = timedelta(days=7)
 PRICING_REGION = "us-east-1"  # where the Price List API answers
@@ -76,8 +78,19 @@ def live_on_demand(pricing: Any, region: str, instance_type: str) -> tuple[float
 
 
 def zone_names(ec2: Any) -> list[str]:
-    """The region's availability zones, for a quote without a stack's subnets (pre-flight, apply-real)."""
-    return [z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]]
+    """The region's availability zones, for a quote without a stack's subnets (pre-flight, apply-real); an
+    opt-in region the account has not enabled is one `ConfigError` line saying so (it was a traceback)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        answer = ec2.describe_availability_zones()
+    except ClientError as error:
+        region = str(ec2.meta.region_name)
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        if region in OPT_IN_REGIONS and code in ("AuthFailure", "OptInRequired", "PendingVerification"):
+            raise ConfigError(f"EC2 in {region} answered {code}: {enable_hint(region)}") from None
+        raise
+    return [z["ZoneName"] for z in answer["AvailabilityZones"]]
 
 
 def live_quotes(

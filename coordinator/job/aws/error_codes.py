@@ -19,6 +19,7 @@ import re
 from botocore.exceptions import ClientError
 
 from coordinator.errors import PermissionDenied, QuotaExceeded
+from coordinator.stack.opt_in_regions import OPT_IN_REGIONS
 
 # a spot launch on an account without AWSServiceRoleForEC2Spot: EC2 creates it on first use only for a caller
 # that may iam:CreateServiceLinkedRole, which the coordinator's policy does not grant (nor should it, daily)
@@ -28,6 +29,8 @@ SPOT_ROLE_HINT = (
     "not create it: create it once as an administrator, `aws iam create-service-linked-role "
     "--aws-service-name spot.amazonaws.com` (an account that ever ran a spot instance has it)"
 )
+# a region enabled moments ago: EC2 refuses launches there until AWS has verified the account
+PENDING_VERIFICATION = "PendingVerification"
 PERMISSION_CODES = frozenset(
     {
         "UnauthorizedOperation",
@@ -41,6 +44,7 @@ PERMISSION_CODES = frozenset(
         "ExpiredTokenException",
         "403",  # an error body the client could not parse (moto's XML answer to a JSON-protocol call)
         SPOT_ROLE_MISSING,
+        PENDING_VERIFICATION,
     }
 )
 CREDENTIAL_CODES = frozenset(
@@ -81,8 +85,16 @@ def raise_for_setup(error: ClientError, service: str, doing: str) -> None:
         action = denied_action(error, service)
         if code == SPOT_ROLE_MISSING:
             message, action = f"{doing}: {code}: {SPOT_ROLE_HINT}", "iam:CreateServiceLinkedRole"
+        elif code == PENDING_VERIFICATION:
+            message = (
+                f"{doing}: {code}: AWS is still verifying the account in this region (enabled moments ago?): "
+                f"run again once it is done (minutes, at most a few hours) ({error})"
+            )
         elif code in CREDENTIAL_CODES:
-            message = f"{doing}: {code}: the credentials are not valid here ({error})"
+            message = (
+                f"{doing}: {code}: the credentials are not valid here, or the region is an opt-in region "
+                f"({', '.join(sorted(OPT_IN_REGIONS)[:4])}, ...) the account has not enabled ({error})"
+            )
         elif action == "iam:PassRole":
             message = (
                 f"{doing}: {code}: iam:PassRole is denied: the coordinator may not hand the job's "

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from coordinator.stack.opt_in_regions import OPT_IN_REGIONS
 from tests.host_load import scaled
 
 
@@ -40,6 +41,10 @@ def test_the_plan_of_a_file_over_the_whole_price_table(tmp_path: Path) -> None:
     cheapest = min(costs)
     assert cheapest < plan["default"]["sampled"]["spot-only"]["mean_usd"]  # the default pool is not the best
     assert "t3.medium" in plan["skipped"] and "V100" in plan["skipped"]["p3.2xlarge"]
+    # an opt-in region a new account has disabled is said so, in the table and the JSON
+    opt_in = {r["region"] for r in plan["ranked"] if r["opt_in_region"]}
+    assert all(f"note: {region} is an opt-in region: enable it" in result.stdout for region in opt_in)
+    assert {r["region"] for r in plan["ranked"] if not r["opt_in_region"]}.isdisjoint(OPT_IN_REGIONS)
 
 
 @pytest.mark.parametrize(
