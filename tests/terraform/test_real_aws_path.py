@@ -112,12 +112,16 @@ def cloud(admin: AwsTarget, engine: Engine, log_dir: Path) -> Iterator[tuple[Any
 
 
 def spot_worker_at_work(admin: AwsTarget, bucket: str, job: str) -> str | None:
-    """A spot attempt of the job whose worker has checkpointed rows and is still running: its instance."""
+    """A spot attempt of the job whose worker has checkpointed rows, at most half of them, and is still
+    running: its instance."""
     s3 = admin.client("s3")
     listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"jobs/{job}/heartbeats/").get("Contents", [])
     for item in listed:
         beat = json.loads(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read())
-        if beat.get("market") == "spot" and beat.get("state") == "running" and beat.get("rows_done", 0) > 0:
+        done, total = beat.get("rows_done", 0), beat.get("rows_total", 0)
+        # not one past half its rows: beside a CPU hog a worker noticed near its end finished its segment
+        # before it read the notice, and no attempt ended interrupted
+        if beat.get("market") == "spot" and beat.get("state") == "running" and 0 < done <= total // 2:
             return str(beat["instance_id"])
     return None
 
