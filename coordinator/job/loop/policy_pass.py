@@ -54,12 +54,15 @@ class PolicyPass:
         self._table, self._launcher, self._monitor = table, launcher, monitor
         self._job = LiveJob(table=table, launcher=launcher, monitor=monitor, spec=spec, clock=clock)
         self._job_id = spec.job_id
-        self._max_instances = spec.instances_at_once
+        self._max_instances = spec.max_instances
 
     def run(self) -> None:
         self._stop_a_failing_boot()
         speed = JobSpeed(self._job)  # measured once, if the driver asks: the same for every segment
-        room = self._max_instances - len(self._table.watched())  # a leaving attempt bills too: it counts
+        # a cap counts a leaving attempt too (it bills, and holds its vCPUs); no cap, no count: a warned
+        # attempt's replacement must go out while it leaves (capped by one per segment, it waited for it)
+        cap = self._max_instances
+        room = len(self._table.segments()) if cap is None else cap - len(self._table.watched())
         for row in self._table.segments():
             world = LiveSegment(self._job, row, speed)
             if row.state in WAITING:
