@@ -14,7 +14,6 @@ Usage::
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
@@ -49,10 +48,10 @@ class RequestCount:
 
 def parse_heartbeat(segment_id: str, data: bytes) -> Heartbeat | None:
     """The heartbeat object of `segment_id`, or None (logged) when it is not one a worker of this segment
-    writes: not UTF-8, not JSON, nested, huge, a field of the wrong type, not finite, of more than 20
-    digits or negative, more rows done than it has, a state no worker sends (its rows are checked against
-    the segment's by the monitor). Its `ts` is the worker's clock's and may be anything finite: no age is
-    read from it (`monitor`)."""
+    writes: not UTF-8, not JSON, nested, huge, a number not finite or of more than 20 digits (`load_json`
+    refuses both), a field of the wrong type or negative, more rows done than it has, a state no worker
+    sends (its rows are checked against the segment's by the monitor). Its `ts` is the worker's clock's
+    and may be anything finite: no age is read from it (`monitor`)."""
     try:
         document = load_json(data, what=f"heartbeat of {segment_id}", max_bytes=MAX_HEARTBEAT_BYTES)
         return _heartbeat_of(segment_id, document)
@@ -74,8 +73,6 @@ def _heartbeat_of(segment_id: str, document: Any) -> Heartbeat:
             raise UntrustedInput(
                 f"{what}: {name} {value!r:.40} is not {' or '.join(k.__name__ for k in kind)}"
             )
-        if isinstance(value, float) and not math.isfinite(value):
-            raise UntrustedInput(f"{what}: {name} {value} is not finite")
         if isinstance(value, int | float) and value < 0:
             raise UntrustedInput(f"{what}: {name} {value} is negative")
         values[name] = value

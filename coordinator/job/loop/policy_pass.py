@@ -24,6 +24,7 @@ Usage::
 from __future__ import annotations
 
 import logging
+import math
 
 from coordinator.errors import BootFailing
 from coordinator.job.core import CloudClock, JobSpec, SegmentState
@@ -62,7 +63,7 @@ class PolicyPass:
         # a cap counts a leaving attempt too (it bills, and holds its vCPUs); no cap, no count: a warned
         # attempt's replacement must go out while it leaves (capped by one per segment, it waited for it)
         cap = self._max_instances
-        room = len(self._table.segments()) if cap is None else cap - len(self._table.watched())
+        room = math.inf if cap is None else cap - len(self._table.watched())
         for row in self._table.segments():
             world = LiveSegment(self._job, row, speed)
             if row.state in WAITING:
